@@ -1,0 +1,5 @@
+import sys
+
+from rmq.cli import main
+
+sys.exit(main())
