@@ -10,6 +10,13 @@ from collections.abc import Sequence
 # Each module named here defines ``register(subparsers)``, which adds its subcommand and
 # sets ``func`` (taking the parsed namespace, returning an exit code) as the default.
 SUBCOMMAND_MODULES = [
+    "rmq.cli.serve",
+    "rmq.cli.topic",
+    "rmq.cli.produce",
+    "rmq.cli.consume",
+    "rmq.cli.query",
+    "rmq.cli.inspect",
+    "rmq.cli.verify",
     "rmq.cli.demo",
 ]
 

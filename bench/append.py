@@ -1,0 +1,73 @@
+"""``append``: write N messages (100 B and 1 KiB bodies, a tag and one key each)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.embedded import FACTORIES, ROLES, timed
+from bench.harness import Benchmark, Case, Context, Metrics, System
+from bench.workload import BATCH, make
+
+SYSTEM_NOTES = {
+    "mmap limit": "the bytes rmq's commit log grows by, pre-built, copied into a mapped file",
+    "rocksdb": "rocksdict raw mode, message + key entries, WriteBatch per batch, WAL unsynced",
+    "lmdb": "two databases, one txn per put or per batch (putmulti), sync=False, writemap",
+    "sqlite": "WAL, synchronous=NORMAL, executemany in one transaction per batch",
+}
+
+
+def _size_label(body: int) -> str:
+    return "1 KiB" if body == 1024 else f"{body} B"
+
+
+def _run(name: str) -> Callable[[Case, Path], Metrics]:
+    def run(case: Case, workdir: Path) -> Metrics:
+        wl = make(case.params["count"], case.params["body"])
+        system = FACTORIES[name](workdir, wl)
+        try:
+            seconds = timed(system.write, wl, case.params["batch"])
+        finally:
+            system.close()
+        metrics: Metrics = {
+            "seconds": seconds,
+            "msgs_per_s": wl.count / seconds,
+            "mb_per_s": wl.payload_bytes / seconds / 1e6,
+        }
+        record = getattr(system, "record", None)
+        if record:
+            metrics["record_bytes"] = float(record)
+            metrics["log_mb_per_s"] = record * wl.count / seconds / 1e6
+        return metrics
+
+    return run
+
+
+def build(ctx: Context) -> Benchmark:
+    count = ctx.pick(2_000, 50_000, 1_000_000)
+    cases = [
+        Case(
+            f"{_size_label(body)} {'single' if batch == 1 else f'batch {batch}'}",
+            {"count": count, "body": body, "batch": batch},
+        )
+        for body in (100, 1024)
+        for batch in (1, BATCH)
+    ]
+    systems = [
+        System(name, _run(name), role=ROLES.get(name, "peer"), note=SYSTEM_NOTES.get(name, ""))
+        for name in FACTORIES
+    ]
+    return Benchmark(
+        name="append",
+        title="append N messages from Python, async flush",
+        description=(
+            "Each system writes the same N messages (body, one of 4 tags, a unique key) into a "
+            "fresh directory; the clock covers the Python loop that a user would write, "
+            "including building rmq.Message objects or key-value pairs; opening and closing "
+            "are not timed. MB/s counts body bytes."
+        ),
+        cases=cases,
+        systems=systems,
+        parameters={"messages": count, "batch": BATCH, "bodies": [100, 1024]},
+        columns={"msgs_per_s": "msgs/s", "mb_per_s": "body MB/s", "peak_rss_mb": "peak RSS MB"},
+    )

@@ -1,0 +1,366 @@
+"""The embedded systems a Python user could pick instead of rmq, and the machine's limit.
+
+Every system stores the same messages (body, one tag, one unique key) so that a queue can
+be consumed in order and a message found by key:
+
+- ``rmq``: ``rmq.Store`` (commit log, consume queue, key index), ``put`` / ``put_batch``.
+- ``mmap limit``: the same number of bytes rmq's commit log grows by, pre-built (no
+  encoding) and copied sequentially into a memory-mapped file; reads slice the mapping.
+- ``rocksdb`` (rocksdict, raw mode): ``m<offset>`` -> tags, key, body and ``k<key>`` ->
+  offset; ``WriteBatch`` for batches; WAL on, not synced (like async flush).
+- ``lmdb``: two databases (messages by offset, offsets by key); one write transaction per
+  put or per batch (``putmulti``); ``sync=False`` (no fsync at commit, like async flush).
+- ``sqlite``: WAL mode, ``synchronous=NORMAL`` (no fsync at commit); a table with an
+  integer primary key and an index on the key; ``executemany`` in one transaction per batch.
+
+Writes are timed including whatever a user would do per message in Python (building an
+``rmq.Message``, joining a value for a key-value store); the workload itself is built
+before the clock starts.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from bench.harness import NotMeasurable, rmq_store_class
+from bench.workload import BATCH, TOPIC, Workload, rmq_record_size
+
+_OFF = struct.Struct(">Q")
+
+
+class Embedded(Protocol):
+    def write(self, wl: Workload, batch: int) -> None: ...
+    def read_all(self, wl: Workload) -> int: ...
+    def lookup(self, wl: Workload, keys: list[str]) -> int: ...
+    def close(self) -> None: ...
+
+
+def _value(wl: Workload, i: int) -> bytes:
+    return b"".join((wl.tag(i).encode(), b"\0", wl.keys[i].encode(), b"\0", wl.body(i)))
+
+
+# --------------------------------------------------------------------------- rmq
+
+
+class RmqSystem:
+    def __init__(self, path: Path, wl: Workload) -> None:
+        store_cls = rmq_store_class()
+        segment = 1 << 30
+        self.store = store_cls(str(path), commitlog_segment_size=segment)
+        self.read_batch = 32
+
+    def write(self, wl: Workload, batch: int) -> None:
+        import rmq
+
+        store = self.store
+        if batch <= 1:
+            put = store.put
+            for i in range(wl.count):
+                put(TOPIC, wl.body(i), queue_id=0, tags=wl.tag(i), keys=wl.keys[i])
+            return
+        message = rmq.Message
+        put_batch = store.put_batch
+        for start in range(0, wl.count, batch):
+            end = min(wl.count, start + batch)
+            put_batch(
+                TOPIC,
+                0,
+                [message(wl.body(i), tags=wl.tag(i), keys=[wl.keys[i]]) for i in range(start, end)],
+            )
+
+    def read_all(self, wl: Workload) -> int:
+        get = self.store.get
+        offset = 0
+        seen = 0
+        while True:
+            msgs = get(TOPIC, 0, offset, self.read_batch)
+            if not msgs:
+                break
+            for m in msgs:
+                seen += len(m.body)
+            offset += len(msgs)
+        if offset != wl.count:
+            raise RuntimeError(f"rmq returned {offset} messages, expected {wl.count}")
+        return seen
+
+    def lookup(self, wl: Workload, keys: list[str]) -> int:
+        query = getattr(self.store, "query_by_key", None)
+        if query is None:
+            raise NotMeasurable("rmq.Store has no query_by_key yet (lookups: issue 3)")
+        found = 0
+        for k in keys:
+            found += len(query(TOPIC, k, max_count=1))
+        return found
+
+    def close(self) -> None:
+        self.store.close()
+
+
+# --------------------------------------------------------------------------- limit
+
+
+class MmapLimit:
+    """Sequential copies of pre-built bytes into a mapped file: what the machine can do."""
+
+    def __init__(self, path: Path, wl: Workload) -> None:
+        self.record, self.record_source = rmq_record_size(wl.body_size, str(path / "probe"))
+        self.size = self.record * wl.count
+        self.path = path / "limit.bin"
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        os.ftruncate(self.fd, max(self.size, mmap.PAGESIZE))
+        self.map = mmap.mmap(self.fd, max(self.size, mmap.PAGESIZE))
+        pool = [(b * (self.record // len(b) + 1))[: self.record] for b in wl.bodies[:16]]
+        self.records = pool
+        self.chunks = [b"".join(pool[(j + i) % len(pool)] for i in range(BATCH)) for j in range(4)]
+        self.positions: dict[str, int] = {}
+
+    def write(self, wl: Workload, batch: int) -> None:
+        mm = self.map
+        rec = self.record
+        if batch <= 1:
+            pool = self.records
+            n = len(pool)
+            pos = 0
+            for i in range(wl.count):
+                mm[pos : pos + rec] = pool[i % n]
+                pos += rec
+            return
+        chunks = self.chunks
+        pos = 0
+        full, rest = divmod(wl.count, batch)
+        step = rec * batch
+        for j in range(full):
+            mm[pos : pos + step] = chunks[j & 3]
+            pos += step
+        if rest:
+            mm[pos : pos + rec * rest] = chunks[0][: rec * rest]
+
+    def read_all(self, wl: Workload) -> int:
+        mm = self.map
+        rec = self.record
+        seen = 0
+        pos = 0
+        for _ in range(wl.count):
+            seen += len(mm[pos : pos + rec])
+            pos += rec
+        return seen
+
+    def index(self, wl: Workload) -> None:
+        self.positions = {k: i * self.record for i, k in enumerate(wl.keys)}
+
+    def lookup(self, wl: Workload, keys: list[str]) -> int:
+        mm = self.map
+        rec = self.record
+        positions = self.positions
+        found = 0
+        for k in keys:
+            pos = positions[k]
+            found += len(mm[pos : pos + rec]) > 0
+        return found
+
+    def close(self) -> None:
+        self.map.close()
+        os.close(self.fd)
+
+
+# --------------------------------------------------------------------------- rocksdb
+
+
+class RocksSystem:
+    def __init__(self, path: Path, wl: Workload) -> None:
+        try:
+            from rocksdict import Options, Rdict, WriteBatch
+        except ImportError as exc:
+            raise NotMeasurable(f"rocksdict is not installed ({exc}); pip install rocksdict")
+        self._batch_cls = WriteBatch
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(True)
+        opts.set_write_buffer_size(64 << 20)
+        opts.increase_parallelism(2)
+        self.db = Rdict(str(path / "rocks"), opts)
+
+    def write(self, wl: Workload, batch: int) -> None:
+        db = self.db
+        pack = _OFF.pack
+        if batch <= 1:
+            for i in range(wl.count):
+                off = pack(i)
+                db.put(b"m" + off, _value(wl, i))
+                db.put(b"k" + wl.keys[i].encode(), off)
+            return
+        wb_cls = self._batch_cls
+        for start in range(0, wl.count, batch):
+            wb = wb_cls(raw_mode=True)
+            for i in range(start, min(wl.count, start + batch)):
+                off = pack(i)
+                wb.put(b"m" + off, _value(wl, i))
+                wb.put(b"k" + wl.keys[i].encode(), off)
+            db.write(wb)
+
+    def read_all(self, wl: Workload) -> int:
+        seen = 0
+        n = 0
+        for k, v in self.db.items(from_key=b"m"):
+            if k[:1] != b"m":
+                break
+            seen += len(v)
+            n += 1
+        if n != wl.count:
+            raise RuntimeError(f"rocksdb returned {n} messages, expected {wl.count}")
+        return seen
+
+    def lookup(self, wl: Workload, keys: list[str]) -> int:
+        db = self.db
+        found = 0
+        for k in keys:
+            off = db.get(b"k" + k.encode())
+            if off is not None and db.get(b"m" + off) is not None:
+                found += 1
+        return found
+
+    def close(self) -> None:
+        self.db.close()
+
+
+# --------------------------------------------------------------------------- lmdb
+
+
+class LmdbSystem:
+    def __init__(self, path: Path, wl: Workload) -> None:
+        try:
+            import lmdb
+        except ImportError as exc:
+            raise NotMeasurable(f"lmdb is not installed ({exc}); pip install lmdb")
+        map_size = max(1 << 26, 4 * wl.count * (wl.body_size + 96))
+        self.env = lmdb.open(
+            str(path / "lmdb"),
+            map_size=map_size,
+            max_dbs=2,
+            sync=False,
+            metasync=False,
+            writemap=True,
+            map_async=True,
+        )
+        self.msgs = self.env.open_db(b"m", integerkey=False)
+        self.keys = self.env.open_db(b"k")
+
+    def write(self, wl: Workload, batch: int) -> None:
+        env = self.env
+        pack = _OFF.pack
+        msgs, keys = self.msgs, self.keys
+        if batch <= 1:
+            for i in range(wl.count):
+                off = pack(i)
+                with env.begin(write=True) as txn:
+                    txn.put(off, _value(wl, i), db=msgs, append=True)
+                    txn.put(wl.keys[i].encode(), off, db=keys)
+            return
+        for start in range(0, wl.count, batch):
+            end = min(wl.count, start + batch)
+            with env.begin(write=True) as txn:
+                txn.cursor(db=msgs).putmulti(
+                    [(pack(i), _value(wl, i)) for i in range(start, end)], append=True
+                )
+                txn.cursor(db=keys).putmulti(
+                    [(wl.keys[i].encode(), pack(i)) for i in range(start, end)]
+                )
+
+    def read_all(self, wl: Workload) -> int:
+        seen = 0
+        n = 0
+        with self.env.begin(db=self.msgs, buffers=False) as txn:
+            for _k, v in txn.cursor():
+                seen += len(v)
+                n += 1
+        if n != wl.count:
+            raise RuntimeError(f"lmdb returned {n} messages, expected {wl.count}")
+        return seen
+
+    def lookup(self, wl: Workload, keys: list[str]) -> int:
+        found = 0
+        with self.env.begin() as txn:
+            for k in keys:
+                off = txn.get(k.encode(), db=self.keys)
+                if off is not None and txn.get(off, db=self.msgs) is not None:
+                    found += 1
+        return found
+
+    def close(self) -> None:
+        self.env.close()
+
+
+# --------------------------------------------------------------------------- sqlite
+
+
+class SqliteSystem:
+    def __init__(self, path: Path, wl: Workload) -> None:
+        import sqlite3
+
+        self.db = sqlite3.connect(str(path / "sqlite.db"), isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(
+            "CREATE TABLE msg (off INTEGER PRIMARY KEY, tags TEXT, key TEXT, body BLOB)"
+        )
+        self.db.execute("CREATE INDEX msg_key ON msg(key)")
+        self.read_batch = 32
+
+    def write(self, wl: Workload, batch: int) -> None:
+        db = self.db
+        sql = "INSERT INTO msg VALUES (?, ?, ?, ?)"
+        if batch <= 1:
+            for i in range(wl.count):
+                db.execute(sql, (i, wl.tag(i), wl.keys[i], wl.body(i)))
+            return
+        for start in range(0, wl.count, batch):
+            end = min(wl.count, start + batch)
+            db.execute("BEGIN")
+            db.executemany(sql, [(i, wl.tag(i), wl.keys[i], wl.body(i)) for i in range(start, end)])
+            db.execute("COMMIT")
+
+    def read_all(self, wl: Workload) -> int:
+        cur = self.db.execute("SELECT tags, key, body FROM msg ORDER BY off")
+        seen = 0
+        n = 0
+        while True:
+            rows = cur.fetchmany(self.read_batch)
+            if not rows:
+                break
+            for row in rows:
+                seen += len(row[2])
+            n += len(rows)
+        if n != wl.count:
+            raise RuntimeError(f"sqlite returned {n} messages, expected {wl.count}")
+        return seen
+
+    def lookup(self, wl: Workload, keys: list[str]) -> int:
+        found = 0
+        ex = self.db.execute
+        for k in keys:
+            found += ex("SELECT off, tags, body FROM msg WHERE key = ?", (k,)).fetchone() is not None
+        return found
+
+    def close(self) -> None:
+        self.db.close()
+
+
+FACTORIES: dict[str, Any] = {
+    "rmq": RmqSystem,
+    "mmap limit": MmapLimit,
+    "rocksdb": RocksSystem,
+    "lmdb": LmdbSystem,
+    "sqlite": SqliteSystem,
+}
+
+ROLES = {"rmq": "rmq", "mmap limit": "limit"}
+
+
+def timed(fn: Any, *args: Any) -> float:
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0

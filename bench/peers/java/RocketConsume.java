@@ -1,0 +1,56 @@
+import java.util.Collection;
+import java.util.List;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+
+/**
+ * Reads COUNT messages of a topic from offset 0 of every queue with the lite pull consumer
+ * and prints throughput.
+ *
+ * <p>Usage: RocketConsume NAMESRV TOPIC COUNT
+ */
+public final class RocketConsume {
+    private RocketConsume() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        String namesrv = args[0];
+        String topic = args[1];
+        long count = Long.parseLong(args[2]);
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer("bench_consumer_" + System.nanoTime());
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setAutoCommit(false);
+        consumer.setPullBatchSize(256);
+        consumer.start();
+        Collection<MessageQueue> queues = consumer.fetchMessageQueues(topic);
+        consumer.assign(queues);
+        for (MessageQueue mq : queues) {
+            consumer.seek(mq, 0);
+        }
+        long seen = 0;
+        long bytes = 0;
+        long t0 = System.nanoTime();
+        long idleSince = System.nanoTime();
+        while (seen < count) {
+            List<MessageExt> msgs = consumer.poll(1000);
+            if (msgs.isEmpty()) {
+                if (System.nanoTime() - idleSince > 30_000_000_000L) {
+                    break;
+                }
+                continue;
+            }
+            idleSince = System.nanoTime();
+            for (MessageExt m : msgs) {
+                bytes += m.getBody().length;
+            }
+            seen += msgs.size();
+        }
+        long nanos = System.nanoTime() - t0;
+        consumer.shutdown();
+        var out = BenchJson.throughput(seen, bytes, nanos, null);
+        out.put("expected", count);
+        BenchJson.print(out);
+        System.exit(seen >= count ? 0 : 1);
+    }
+}

@@ -1,0 +1,97 @@
+//! The one table from engine errors to Python exceptions. The classes live in
+//! `rmq/errors.py` (the whole hierarchy in one place); this looks them up by name and
+//! fills in their structured fields.
+
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError};
+use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
+use pyo3::types::PyDict;
+use rmqcore::Error;
+
+fn raise(py: Python<'_>, class: &str, message: String, fields: &[(&str, Py<PyAny>)]) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let class = py.import("rmq.errors")?.getattr(class)?;
+        let kwargs = PyDict::new(py);
+        for (name, value) in fields {
+            kwargs.set_item(name, value)?;
+        }
+        let instance = class.call((message,), Some(&kwargs))?;
+        Ok(PyErr::from_value(instance))
+    };
+    build().unwrap_or_else(|error| error)
+}
+
+fn object<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> Py<PyAny> {
+    value.into_py_any(py).unwrap_or_else(|_| py.None())
+}
+
+pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
+    let message = error.to_string();
+    match error {
+        Error::Corrupt { file, offset, reason } => raise(
+            py,
+            "CorruptRecordError",
+            message,
+            &[
+                ("file", object(py, file.display().to_string())),
+                ("offset", object(py, offset)),
+                ("reason", object(py, reason)),
+            ],
+        ),
+        Error::OffsetOutOfRange { offset, min, max, .. } => raise(
+            py,
+            "OffsetOutOfRangeError",
+            message,
+            &[("offset", object(py, offset)), ("min_offset", object(py, min)), ("max_offset", object(py, max))],
+        ),
+        Error::InvalidArgument { argument, .. } => {
+            raise(py, "InvalidArgumentError", message, &[("argument", object(py, argument))])
+        }
+        Error::NotFound(_) => raise(py, "NotFoundError", message, &[]),
+        Error::Closed => raise(py, "StoreClosedError", message, &[]),
+        Error::Locked { .. } => raise(py, "StoreLockedError", message, &[]),
+        Error::DiskFull { path, usage, threshold } => raise(
+            py,
+            "DiskFullError",
+            message,
+            &[
+                ("path", object(py, path.display().to_string())),
+                ("usage", object(py, usage)),
+                ("threshold", object(py, threshold)),
+            ],
+        ),
+        Error::FlushFailed(_) => raise(py, "FlushFailedError", message, &[]),
+        Error::ReadOnly => raise(py, "ReadOnlyError", message, &[]),
+        Error::Io { path, source } => {
+            let errno = source.raw_os_error();
+            if matches!(errno, Some(libc_enospc) if libc_enospc == 28 || libc_enospc == 122) {
+                return raise(
+                    py,
+                    "DiskFullError",
+                    message,
+                    &[("path", object(py, path.display().to_string())), ("usage", object(py, 1.0)), ("threshold", object(py, 1.0))],
+                );
+            }
+            let args = (errno.unwrap_or(0), message, path.display().to_string());
+            match source.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(args),
+                _ => PyOSError::new_err(args),
+            }
+        }
+    }
+}
+
+/// Run an engine call with the GIL released and convert its error.
+pub fn without_gil<T, F>(py: Python<'_>, call: F) -> PyResult<T>
+where
+    F: FnOnce() -> rmqcore::Result<T> + Send,
+    T: Send,
+{
+    py.detach(call).map_err(|error| to_py_err(py, error))
+}
+
+/// An argument error raised before calling the engine.
+pub fn invalid(py: Python<'_>, argument: &'static str, reason: impl Into<String>) -> PyErr {
+    to_py_err(py, Error::invalid(argument, reason))
+}

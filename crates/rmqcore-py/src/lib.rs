@@ -1,0 +1,23 @@
+//! `rmq._rmqcore`: the PyO3 binding of the rmq engine. Type conversion and error mapping
+//! only; the storage logic lives in the `rmqcore` crate.
+
+use pyo3::prelude::*;
+
+mod errors;
+mod functions;
+mod message;
+mod recovery_report;
+mod store;
+
+#[pymodule]
+fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add_class::<message::PyMessage>()?;
+    module.add_class::<message::PyPutResult>()?;
+    module.add_class::<store::PyStore>()?;
+    module.add_class::<store::PyPullResult>()?;
+    module.add_class::<recovery_report::PyRecoveryReport>()?;
+    module.add_function(wrap_pyfunction!(functions::java_string_hash, module)?)?;
+    module.add_function(wrap_pyfunction!(functions::body_crc, module)?)?;
+    Ok(())
+}

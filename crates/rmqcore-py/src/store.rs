@@ -1,0 +1,358 @@
+//! `rmq.Store`: argument conversion around `rmqcore::Store`. Every call that touches
+//! files or waits runs with the GIL released.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use rmqcore::host::parse_host;
+use rmqcore::tag_filter::TagFilter;
+use rmqcore::{FlushMode, MessageDraft, Store, StoreOptions};
+
+use crate::errors::{invalid, to_py_err, without_gil};
+use crate::message::{checked_i32, extract_keys, extract_properties, PyMessage, PyPutResult};
+use crate::recovery_report::PyRecoveryReport;
+
+#[pyclass(name = "Store", module = "rmq._rmqcore", frozen)]
+pub struct PyStore {
+    inner: Arc<Store>,
+    path: String,
+}
+
+#[pyclass(name = "PullResult", module = "rmq._rmqcore", frozen)]
+pub struct PyPullResult {
+    #[pyo3(get)]
+    messages: Py<PyList>,
+    #[pyo3(get)]
+    next_offset: i64,
+    #[pyo3(get)]
+    min_offset: i64,
+    #[pyo3(get)]
+    max_offset: i64,
+}
+
+fn usize_option(py: Python<'_>, argument: &'static str, value: i64) -> PyResult<usize> {
+    usize::try_from(value).map_err(|_| invalid(py, argument, format!("{value} is negative")))
+}
+
+fn tag_filter(py: Python<'_>, tags: Option<&Bound<'_, PyAny>>) -> PyResult<Option<TagFilter>> {
+    let Some(tags) = tags.filter(|tags| !tags.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(text) = tags.extract::<String>() {
+        return Ok(TagFilter::new([text]));
+    }
+    let list: Vec<String> = tags.extract().map_err(|_| invalid(py, "tags", "must be a string or a sequence of strings"))?;
+    Ok(TagFilter::new(list))
+}
+
+fn messages_to_list(py: Python<'_>, messages: Vec<rmqcore::StoredMessage>) -> PyResult<Py<PyList>> {
+    let objects = messages
+        .into_iter()
+        .map(|message| Py::new(py, PyMessage::from_stored(py, message)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, objects)?.unbind())
+}
+
+#[pymethods]
+impl PyStore {
+    #[new]
+    #[pyo3(signature = (
+        path,
+        *,
+        commitlog_segment_size = 1 << 30,
+        consume_queue_entries_per_file = 300_000,
+        store_host = "127.0.0.1:10911",
+        max_message_size = 4 * 1024 * 1024,
+        default_queue_count = 8,
+        read_only = false,
+        flush_disk_type = "ASYNC_FLUSH",
+        flush_interval_ms = 500,
+        flush_least_pages = 4,
+        flush_thorough_interval_ms = 10_000,
+        sync_flush_timeout_ms = 5_000,
+    ))]
+    #[expect(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments")]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        commitlog_segment_size: i64,
+        consume_queue_entries_per_file: i64,
+        store_host: &str,
+        max_message_size: i64,
+        default_queue_count: i64,
+        read_only: bool,
+        flush_disk_type: &str,
+        flush_interval_ms: i64,
+        flush_least_pages: i64,
+        flush_thorough_interval_ms: i64,
+        sync_flush_timeout_ms: i64,
+    ) -> PyResult<Self> {
+        let options = StoreOptions {
+            commitlog_segment_size: usize_option(py, "commitlog_segment_size", commitlog_segment_size)?,
+            consume_queue_entries_per_file: usize_option(py, "consume_queue_entries_per_file", consume_queue_entries_per_file)?,
+            store_host: parse_host("store_host", store_host).map_err(|error| to_py_err(py, error))?,
+            max_message_size: usize_option(py, "max_message_size", max_message_size)?,
+            default_queue_count: checked_i32(py, "default_queue_count", default_queue_count)?,
+            read_only,
+            flush_mode: FlushMode::parse(flush_disk_type).map_err(|error| to_py_err(py, error))?,
+            flush_interval_ms: usize_option(py, "flush_interval_ms", flush_interval_ms)? as u64,
+            flush_least_pages: usize_option(py, "flush_least_pages", flush_least_pages)?,
+            flush_thorough_interval_ms: usize_option(py, "flush_thorough_interval_ms", flush_thorough_interval_ms)? as u64,
+            sync_flush_timeout_ms: usize_option(py, "sync_flush_timeout_ms", sync_flush_timeout_ms)? as u64,
+        };
+        let display = path.display().to_string();
+        let store = without_gil(py, || Store::open(&path, options))?;
+        Ok(PyStore { inner: Arc::new(store), path: display })
+    }
+
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    #[getter]
+    fn read_only(&self) -> bool {
+        self.inner.options().read_only
+    }
+
+    #[getter]
+    fn recovery_report(&self) -> PyRecoveryReport {
+        PyRecoveryReport::from(self.inner.recovery_report().clone())
+    }
+
+    #[pyo3(signature = (topic, body, *, queue_id = 0, tags = None, keys = None, properties = None, flag = 0, born_timestamp = None, born_host = None))]
+    #[expect(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments")]
+    fn put(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        body: Bound<'_, PyBytes>,
+        queue_id: i64,
+        tags: Option<String>,
+        keys: Option<&Bound<'_, PyAny>>,
+        properties: Option<&Bound<'_, PyAny>>,
+        flag: i64,
+        born_timestamp: Option<i64>,
+        born_host: Option<&str>,
+    ) -> PyResult<PyPutResult> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let draft = MessageDraft {
+            body: body.as_bytes(),
+            tags,
+            keys: extract_keys(py, keys)?,
+            properties: extract_properties(py, properties)?,
+            flag: checked_i32(py, "flag", flag)?,
+            born_timestamp,
+            born_host: born_host.map(|host| parse_host("born_host", host)).transpose().map_err(|error| to_py_err(py, error))?,
+        };
+        let store = &self.inner;
+        without_gil(py, || store.put(topic, queue_id, &draft)).map(PyPutResult::from)
+    }
+
+    #[pyo3(signature = (topic, queue_id, messages, *, born_host = None))]
+    fn put_batch(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i64,
+        messages: &Bound<'_, PyAny>,
+        born_host: Option<&str>,
+    ) -> PyResult<Vec<PyPutResult>> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let born_host = born_host.map(|host| parse_host("born_host", host)).transpose().map_err(|error| to_py_err(py, error))?;
+        let items: Vec<Bound<'_, PyAny>> = messages
+            .try_iter()
+            .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
+            .collect::<PyResult<_>>()?;
+        let mut bodies: Vec<Bound<'_, PyBytes>> = Vec::with_capacity(items.len());
+        let mut metadata: Vec<Option<Bound<'_, PyMessage>>> = Vec::with_capacity(items.len());
+        for item in &items {
+            if let Ok(bytes) = item.cast::<PyBytes>() {
+                bodies.push(bytes.clone());
+                metadata.push(None);
+            } else if let Ok(message) = item.cast::<PyMessage>() {
+                bodies.push(message.get().body.bind(py).clone());
+                metadata.push(Some(message.clone()));
+            } else {
+                return Err(invalid(py, "messages", "each message must be bytes or rmq.Message"));
+            }
+        }
+        let drafts: Vec<MessageDraft<'_>> = bodies
+            .iter()
+            .zip(&metadata)
+            .map(|(body, message)| match message {
+                None => MessageDraft { body: body.as_bytes(), born_host, ..Default::default() },
+                Some(message) => {
+                    let message = message.get();
+                    MessageDraft {
+                        body: body.as_bytes(),
+                        tags: message.tags.clone(),
+                        keys: message.keys.clone(),
+                        properties: message.properties.clone(),
+                        flag: message.flag,
+                        born_timestamp: None,
+                        born_host,
+                    }
+                }
+            })
+            .collect();
+        let store = &self.inner;
+        let results = without_gil(py, || store.put_batch(topic, queue_id, &drafts))?;
+        Ok(results.into_iter().map(PyPutResult::from).collect())
+    }
+
+    #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i64,
+        offset: i64,
+        max_count: i64,
+        tags: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyList>> {
+        let result = self.pull_inner(py, topic, queue_id, offset, max_count, tags, None)?;
+        messages_to_list(py, result.messages)
+    }
+
+    #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None, max_bytes = None))]
+    #[expect(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments")]
+    fn pull(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i64,
+        offset: i64,
+        max_count: i64,
+        tags: Option<&Bound<'_, PyAny>>,
+        max_bytes: Option<i64>,
+    ) -> PyResult<PyPullResult> {
+        let result = self.pull_inner(py, topic, queue_id, offset, max_count, tags, max_bytes)?;
+        Ok(PyPullResult {
+            next_offset: result.next_offset,
+            min_offset: result.min_offset,
+            max_offset: result.max_offset,
+            messages: messages_to_list(py, result.messages)?,
+        })
+    }
+
+    fn get_at(&self, py: Python<'_>, commitlog_offset: i64) -> PyResult<PyMessage> {
+        let store = &self.inner;
+        let message = without_gil(py, || store.read_at(commitlog_offset))?;
+        Ok(PyMessage::from_stored(py, message))
+    }
+
+    fn min_offset(&self, py: Python<'_>, topic: &str, queue_id: i64) -> PyResult<i64> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let store = &self.inner;
+        without_gil(py, || store.min_offset(topic, queue_id))
+    }
+
+    fn max_offset(&self, py: Python<'_>, topic: &str, queue_id: i64) -> PyResult<i64> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let store = &self.inner;
+        without_gil(py, || store.max_offset(topic, queue_id))
+    }
+
+    fn topics(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let store = &self.inner;
+        without_gil(py, || store.topics())
+    }
+
+    #[pyo3(signature = (topic, queues = 8))]
+    fn create_topic(&self, py: Python<'_>, topic: &str, queues: i64) -> PyResult<()> {
+        let queues = checked_i32(py, "queues", queues)?;
+        let store = &self.inner;
+        without_gil(py, || store.create_topic(topic, queues))
+    }
+
+    fn delete_topic(&self, py: Python<'_>, topic: &str) -> PyResult<()> {
+        let store = &self.inner;
+        without_gil(py, || store.delete_topic(topic))
+    }
+
+    fn queue_count(&self, py: Python<'_>, topic: &str) -> PyResult<i32> {
+        let store = &self.inner;
+        without_gil(py, || store.queue_count(topic))
+    }
+
+    fn commit_offset(&self, py: Python<'_>, group: &str, topic: &str, queue_id: i64, offset: i64) -> PyResult<()> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let store = &self.inner;
+        without_gil(py, || store.commit_offset(group, topic, queue_id, offset))
+    }
+
+    fn committed_offset(&self, py: Python<'_>, group: &str, topic: &str, queue_id: i64) -> PyResult<Option<i64>> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let store = &self.inner;
+        without_gil(py, || store.committed_offset(group, topic, queue_id))
+    }
+
+    fn commitlog_min_offset(&self) -> u64 {
+        self.inner.commit_log().min_offset()
+    }
+
+    fn commitlog_max_offset(&self) -> u64 {
+        self.inner.commit_log().write_offset()
+    }
+
+    fn flushed_offset(&self) -> u64 {
+        self.inner.flushed_offset()
+    }
+
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let store = &self.inner;
+        without_gil(py, || store.flush())
+    }
+
+    /// Test hook: the next flush fails as a disk error would.
+    fn _inject_flush_failure(&self, message: &str) {
+        self.inner.inject_flush_failure(message);
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let store = &self.inner;
+        without_gil(py, || store.close())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.close(py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Store({:?}{})", self.path, if self.inner.is_closed() { ", closed" } else { "" })
+    }
+}
+
+impl PyStore {
+    #[expect(clippy::too_many_arguments, reason = "shared body of get and pull")]
+    fn pull_inner(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i64,
+        offset: i64,
+        max_count: i64,
+        tags: Option<&Bound<'_, PyAny>>,
+        max_bytes: Option<i64>,
+    ) -> PyResult<rmqcore::PullResult> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let max_count = usize_option(py, "max_count", max_count)?;
+        let max_bytes = max_bytes.map(|limit| usize_option(py, "max_bytes", limit)).transpose()?;
+        let filter = tag_filter(py, tags)?;
+        let store = &self.inner;
+        without_gil(py, || store.pull(topic, queue_id, offset, max_count, filter.as_ref(), max_bytes))
+    }
+}

@@ -1,0 +1,19 @@
+//! RocketMQ's body checksum (format §1.5): CRC-32/IEEE, as zlib and `java.util.zip.CRC32`
+//! compute it, masked to 31 bits so that Java stores it as a non-negative int.
+
+pub fn body_crc(body: &[u8]) -> i32 {
+    let masked = crc32fast::hash(body) & 0x7FFF_FFFF;
+    i32::try_from(masked).expect("masked to 31 bits")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_format_test_vectors() {
+        assert_eq!(body_crc(b""), 0);
+        assert_eq!(body_crc(b"123456789"), 0x4BF4_3926);
+        assert_eq!(body_crc(b"Hello RocketMQ"), 1_774_740_973);
+    }
+}

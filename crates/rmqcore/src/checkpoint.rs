@@ -1,0 +1,112 @@
+//! The `checkpoint` file (format §4.1): 4096 bytes holding big-endian i64 timestamps and
+//! offsets. rmq writes RocketMQ's fields and, in bytes RocketMQ leaves unused, its own
+//! record of the commit log's flushed offset, marked by a magic word so that a RocketMQ
+//! store (which lacks it) is recognised and recovered by RocketMQ's timestamp rule.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::big_endian::{read_i64, write_i64};
+use crate::error::{IoContext, Result};
+
+pub const CHECKPOINT_SIZE: usize = 4096;
+const PHYSIC_MSG_TIMESTAMP_AT: usize = 0;
+const LOGICS_MSG_TIMESTAMP_AT: usize = 8;
+const INDEX_MSG_TIMESTAMP_AT: usize = 16;
+const MASTER_FLUSHED_OFFSET_AT: usize = 24;
+const CONFIRM_PHY_OFFSET_AT: usize = 32;
+/// rmq's own fields start well past every field RocketMQ defines.
+const RMQ_MAGIC_AT: usize = 512;
+const RMQ_FLUSHED_OFFSET_AT: usize = RMQ_MAGIC_AT + 8;
+const RMQ_MAGIC: i64 = i64::from_be_bytes(*b"RMQCKPT1");
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// Store time of the last commit-log message known to be flushed.
+    pub physic_msg_timestamp: i64,
+    /// Store time of the last message dispatched to consume queues and flushed.
+    pub logics_msg_timestamp: i64,
+    /// End time of the last full, flushed index file.
+    pub index_msg_timestamp: i64,
+    /// Commit-log offset up to which everything was flushed (RocketMQ's master flushed
+    /// offset field).
+    pub master_flushed_offset: i64,
+    pub confirm_phy_offset: i64,
+    /// rmq only: every commit-log byte below this offset was flushed, and the consume
+    /// queues and index were flushed up to it too. `None` in a RocketMQ-written file.
+    pub flushed_offset: Option<i64>,
+}
+
+impl Checkpoint {
+    pub fn path(root: &Path) -> PathBuf {
+        root.join("checkpoint")
+    }
+
+    pub fn encode(&self) -> [u8; CHECKPOINT_SIZE] {
+        let mut bytes = [0u8; CHECKPOINT_SIZE];
+        write_i64(&mut bytes, PHYSIC_MSG_TIMESTAMP_AT, self.physic_msg_timestamp);
+        write_i64(&mut bytes, LOGICS_MSG_TIMESTAMP_AT, self.logics_msg_timestamp);
+        write_i64(&mut bytes, INDEX_MSG_TIMESTAMP_AT, self.index_msg_timestamp);
+        write_i64(&mut bytes, MASTER_FLUSHED_OFFSET_AT, self.master_flushed_offset);
+        write_i64(&mut bytes, CONFIRM_PHY_OFFSET_AT, self.confirm_phy_offset);
+        if let Some(offset) = self.flushed_offset {
+            write_i64(&mut bytes, RMQ_MAGIC_AT, RMQ_MAGIC);
+            write_i64(&mut bytes, RMQ_FLUSHED_OFFSET_AT, offset);
+        }
+        bytes
+    }
+
+    /// Missing or short files read as zeros, which RocketMQ treats as "recover from the
+    /// start".
+    pub fn decode(bytes: &[u8]) -> Self {
+        let field = |at: usize| if bytes.len() >= at + 8 { read_i64(bytes, at) } else { 0 };
+        Checkpoint {
+            physic_msg_timestamp: field(PHYSIC_MSG_TIMESTAMP_AT),
+            logics_msg_timestamp: field(LOGICS_MSG_TIMESTAMP_AT),
+            index_msg_timestamp: field(INDEX_MSG_TIMESTAMP_AT),
+            master_flushed_offset: field(MASTER_FLUSHED_OFFSET_AT),
+            confirm_phy_offset: field(CONFIRM_PHY_OFFSET_AT),
+            flushed_offset: (field(RMQ_MAGIC_AT) == RMQ_MAGIC).then(|| field(RMQ_FLUSHED_OFFSET_AT)),
+        }
+    }
+
+    pub fn load(root: &Path) -> Result<Self> {
+        let path = Self::path(root);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Self::decode(&bytes)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Checkpoint::default()),
+            Err(error) => Err(crate::error::Error::io(path, error)),
+        }
+    }
+
+    /// RocketMQ's `getMinTimestamp`: the older of the two store times, less 3 s of slack.
+    pub fn min_timestamp(&self) -> i64 {
+        (self.physic_msg_timestamp.min(self.logics_msg_timestamp) - 3000).max(0)
+    }
+
+    /// Overwrite the file in place and fsync it. The fields a crash could tear are each
+    /// one aligned 8-byte word inside one 4 KiB page.
+    pub fn store(&self, root: &Path) -> Result<()> {
+        let path = Self::path(root);
+        let mut file: File = OpenOptions::new().write(true).create(true).truncate(false).open(&path).at(&path)?;
+        file.write_all(&self.encode()).at(&path)?;
+        file.sync_data().at(&path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_reads_missing_as_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Checkpoint::load(dir.path()).unwrap(), Checkpoint::default());
+        let checkpoint = Checkpoint { physic_msg_timestamp: 5000, logics_msg_timestamp: 4000, index_msg_timestamp: 1, master_flushed_offset: 77, confirm_phy_offset: 0, flushed_offset: Some(4096) };
+        checkpoint.store(dir.path()).unwrap();
+        assert_eq!(std::fs::metadata(Checkpoint::path(dir.path())).unwrap().len(), 4096);
+        assert_eq!(Checkpoint::load(dir.path()).unwrap(), checkpoint);
+        assert_eq!(checkpoint.min_timestamp(), 1000);
+    }
+}

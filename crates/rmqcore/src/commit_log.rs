@@ -1,0 +1,271 @@
+//! The commit log (format §1): every message of every topic, appended in one sequence of
+//! segments. Offsets are absolute byte positions in that sequence.
+//!
+//! Thread safety: `append` and `truncate` must be called by one writer at a time (the
+//! store's write lock); everything else may run concurrently with them. Readers see only
+//! records below `write_offset`, which is published after a record's bytes are written.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::record::{decode_record, encode_blank, encode_record, record_length, Decoded, DecodeError, Placement, RecordInput, RecordView, END_FILE_MIN_BLANK_LENGTH};
+use crate::segment::Segment;
+use crate::segment_queue::SegmentQueue;
+
+/// Where one appended record landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub physical_offset: u64,
+    pub size: usize,
+}
+
+/// A record held in place: the segment stays mapped while this lives.
+#[derive(Debug, Clone)]
+pub struct RecordRef {
+    segment: Arc<Segment>,
+    position: usize,
+    length: usize,
+}
+
+impl RecordRef {
+    pub fn offset(&self) -> u64 {
+        self.segment.start_offset() + self.position as u64
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.segment.bytes(self.position, self.length)
+    }
+
+    pub fn segment_path(&self) -> &Path {
+        self.segment.path()
+    }
+
+    /// Decode the record (already validated when the `RecordRef` was made).
+    pub fn view(&self) -> RecordView<'_> {
+        match decode_record(self.bytes(), false) {
+            Ok(Decoded::Record(view)) => view,
+            other => unreachable!("a RecordRef always holds a valid record, got {other:?}"),
+        }
+    }
+}
+
+/// Why a scan stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanEnd {
+    /// Zero bytes where the next record would start.
+    EndOfData,
+    /// The last segment ended with a blank; the next record starts a new segment.
+    EndOfSegments,
+    /// Bytes that are not a valid record, at `offset`.
+    Invalid { offset: u64, reason: String },
+}
+
+#[derive(Debug)]
+pub struct CommitLog {
+    segments: SegmentQueue,
+    write_offset: AtomicU64,
+}
+
+impl CommitLog {
+    /// Load the segments; `write_offset` stays at the first segment's start until the
+    /// caller recovers the log and calls `set_write_offset`.
+    pub fn load(dir: &Path, segment_size: usize, writable: bool) -> Result<Self> {
+        let segments = SegmentQueue::load(dir, segment_size, writable)?;
+        let start = segments.first().map_or(0, |segment| segment.start_offset());
+        Ok(CommitLog { segments, write_offset: AtomicU64::new(start) })
+    }
+
+    pub fn segments(&self) -> &SegmentQueue {
+        &self.segments
+    }
+
+    pub fn segment_size(&self) -> usize {
+        self.segments.segment_size()
+    }
+
+    /// The largest record (with its trailing blank) a segment can take.
+    pub fn max_record_length(&self) -> usize {
+        self.segment_size() - END_FILE_MIN_BLANK_LENGTH
+    }
+
+    pub fn min_offset(&self) -> u64 {
+        self.segments.first().map_or_else(|| self.write_offset(), |segment| segment.start_offset())
+    }
+
+    /// One past the last readable byte.
+    pub fn write_offset(&self) -> u64 {
+        self.write_offset.load(Ordering::Acquire)
+    }
+
+    pub fn set_write_offset(&self, offset: u64) {
+        self.write_offset.store(offset, Ordering::Release);
+    }
+
+    /// Append records as one unit: if they do not all fit in the current segment, a blank
+    /// closes it and they all go to the next one (as RocketMQ does for batches). The
+    /// caller validated each input's length against `max_record_length`.
+    pub fn append(
+        &self,
+        inputs: &[RecordInput<'_>],
+        first_queue_offset: i64,
+        store_timestamp: i64,
+    ) -> Result<Vec<Appended>> {
+        let lengths: Vec<usize> = inputs.iter().map(record_length).collect();
+        let total: usize = lengths.iter().sum();
+        if total > self.max_record_length() {
+            return Err(Error::invalid(
+                "messages",
+                format!(
+                    "the batch needs {total} bytes but a commit-log segment holds at most {} (commitlog_segment_size)",
+                    self.max_record_length()
+                ),
+            ));
+        }
+        let mut offset = self.write_offset();
+        let mut segment = self.segment_for_append(offset)?;
+        let mut position = (offset - segment.start_offset()) as usize;
+        let remaining = segment.size() - position;
+        if total + END_FILE_MIN_BLANK_LENGTH > remaining {
+            // SAFETY: single writer; bytes at and past write_offset are unpublished.
+            encode_blank(unsafe { segment.bytes_mut(position, END_FILE_MIN_BLANK_LENGTH) }, remaining);
+            offset = segment.end_offset();
+            segment = self.segment_for_append(offset)?;
+            position = 0;
+        }
+        let mut appended = Vec::with_capacity(inputs.len());
+        for (index, (input, length)) in inputs.iter().zip(&lengths).enumerate() {
+            let placement = Placement {
+                queue_offset: first_queue_offset + index as i64,
+                physical_offset: i64::try_from(offset).expect("offset fits i64"),
+                store_timestamp,
+            };
+            // SAFETY: as above; records never overlap.
+            encode_record(unsafe { segment.bytes_mut(position, *length) }, input, placement);
+            appended.push(Appended { physical_offset: offset, size: *length });
+            position += length;
+            offset += *length as u64;
+        }
+        self.set_write_offset(offset);
+        Ok(appended)
+    }
+
+    fn segment_for_append(&self, offset: u64) -> Result<Arc<Segment>> {
+        match self.segments.find(offset) {
+            Some(segment) => Ok(segment),
+            None => self.segments.create(offset),
+        }
+    }
+
+    /// The record at `offset`, validated (CRC included when `check_crc`).
+    pub fn read(&self, offset: u64, check_crc: bool) -> Result<RecordRef> {
+        let end = self.write_offset();
+        let min = self.min_offset();
+        if offset < min || offset >= end {
+            return Err(Error::OffsetOutOfRange {
+                what: "commit-log",
+                offset: offset as i64,
+                min: min as i64,
+                max: end as i64,
+            });
+        }
+        let segment = self
+            .segments
+            .find(offset)
+            .ok_or_else(|| Error::OffsetOutOfRange { what: "commit-log", offset: offset as i64, min: min as i64, max: end as i64 })?;
+        let position = (offset - segment.start_offset()) as usize;
+        let readable = usize::try_from(end - offset).unwrap_or(usize::MAX).min(segment.size() - position);
+        let bytes = segment.bytes(position, readable);
+        match decode_record(bytes, check_crc) {
+            Ok(Decoded::Record(view)) => {
+                if view.physical_offset != offset as i64 {
+                    return Err(Error::corrupt(
+                        segment.path(),
+                        position as u64,
+                        format!("record says it is at offset {}, found at {offset}", view.physical_offset),
+                    ));
+                }
+                let length = view.total_size;
+                Ok(RecordRef { segment, position, length })
+            }
+            Ok(_) => Err(Error::corrupt(segment.path(), position as u64, "no record starts here")),
+            Err(error) => Err(Error::corrupt(segment.path(), position as u64, error.to_string())),
+        }
+    }
+
+    /// Walk records from `from` (a record boundary) until the data ends or a record is
+    /// invalid, calling `visit` for each valid one. Ignores `write_offset`, so recovery can
+    /// find the end of the log. Returns the offset just past the last valid record.
+    pub fn scan(
+        &self,
+        from: u64,
+        check_crc: bool,
+        mut visit: impl FnMut(u64, &RecordView<'_>) -> Result<()>,
+    ) -> Result<(u64, ScanEnd)> {
+        let mut offset = from;
+        loop {
+            let Some(segment) = self.segments.find(offset) else {
+                return Ok((offset, ScanEnd::EndOfSegments));
+            };
+            let position = (offset - segment.start_offset()) as usize;
+            let bytes = segment.bytes_from(position);
+            match decode_record(bytes, check_crc) {
+                Ok(Decoded::Record(view)) => {
+                    if view.physical_offset != offset as i64 {
+                        let reason = format!("PHYSICALOFFSET says {}", view.physical_offset);
+                        return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                    }
+                    if view.total_size + END_FILE_MIN_BLANK_LENGTH > bytes.len() {
+                        let reason = "record leaves no room for the end-of-segment blank".to_string();
+                        return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                    }
+                    visit(offset, &view)?;
+                    offset += view.total_size as u64;
+                }
+                Ok(Decoded::Blank) => {
+                    let declared = crate::big_endian::read_i32(bytes, 0);
+                    if usize::try_from(declared).ok() != Some(bytes.len()) {
+                        let reason = format!("blank record says {declared} bytes but {} remain in the segment", bytes.len());
+                        return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                    }
+                    offset = segment.end_offset();
+                }
+                Ok(Decoded::End) => return Ok((offset, ScanEnd::EndOfData)),
+                Err(DecodeError::Truncated { .. }) if bytes.iter().all(|b| *b == 0) => {
+                    return Ok((offset, ScanEnd::EndOfData));
+                }
+                Err(error) => return Ok((offset, ScanEnd::Invalid { offset, reason: error.to_string() })),
+            }
+        }
+    }
+
+    /// Cut the log at `offset`: later segments are deleted and the rest of the segment
+    /// holding `offset` reads as zero, so that a later scan can never mistake stale bytes
+    /// for records.
+    pub fn truncate(&self, offset: u64) -> Result<()> {
+        let size = self.segment_size() as u64;
+        let delete_from = offset.div_ceil(size) * size;
+        self.segments.remove_from(delete_from)?;
+        if let Some(segment) = self.segments.find(offset) {
+            segment.zero_from((offset - segment.start_offset()) as usize)?;
+        }
+        self.set_write_offset(offset);
+        Ok(())
+    }
+
+    /// msync the bytes `[from, to)`, which may span segments.
+    pub fn flush_range(&self, from: u64, to: u64) -> Result<()> {
+        let mut offset = from;
+        while offset < to {
+            let Some(segment) = self.segments.find(offset) else {
+                break;
+            };
+            let end = to.min(segment.end_offset());
+            let position = (offset - segment.start_offset()) as usize;
+            segment.flush_range(position, (end - offset) as usize)?;
+            offset = end;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,320 @@
+//! A consume queue (format §2): the entries of one topic's queue, 20 bytes each, in
+//! fixed-size files under `consumequeue/<topic>/<queueId>/` named by logical byte offset.
+//! Entry `n` (the queue offset) is at byte `n × 20` of that logical address space.
+//!
+//! Thread safety: `append` and `truncate_from_physical` are called by the store's single
+//! writer; lookups run concurrently and see entries below `max_offset`, published after
+//! the entry bytes are written.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use crate::big_endian::{read_i32, read_i64, write_i32, write_i64};
+use crate::error::{Error, Result};
+use crate::segment_queue::SegmentQueue;
+
+pub const ENTRY_SIZE: usize = 20;
+const PHYSICAL_OFFSET_AT: usize = 0;
+const SIZE_AT: usize = 8;
+const TAGS_CODE_AT: usize = 12;
+const _: () = assert!(TAGS_CODE_AT + 8 == ENTRY_SIZE);
+
+/// A placeholder entry written before a queue's first real entry (format §2.3).
+pub const PLACEHOLDER_SIZE: i32 = i32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CqEntry {
+    pub commitlog_offset: i64,
+    pub size: i32,
+    pub tags_code: i64,
+}
+
+impl CqEntry {
+    pub fn encode(&self, buf: &mut [u8]) {
+        write_i64(buf, PHYSICAL_OFFSET_AT, self.commitlog_offset);
+        write_i32(buf, SIZE_AT, self.size);
+        write_i64(buf, TAGS_CODE_AT, self.tags_code);
+    }
+
+    pub fn decode(buf: &[u8]) -> Self {
+        CqEntry {
+            commitlog_offset: read_i64(buf, PHYSICAL_OFFSET_AT),
+            size: read_i32(buf, SIZE_AT),
+            tags_code: read_i64(buf, TAGS_CODE_AT),
+        }
+    }
+
+    /// Valid as RocketMQ's recovery sees it (placeholders included).
+    pub fn is_valid(&self) -> bool {
+        self.commitlog_offset >= 0 && self.size > 0
+    }
+
+    pub fn is_placeholder(&self) -> bool {
+        self.commitlog_offset == 0 && self.size == PLACEHOLDER_SIZE
+    }
+
+    /// One past the record's last byte.
+    pub fn commitlog_end(&self) -> i64 {
+        self.commitlog_offset + i64::from(self.size)
+    }
+}
+
+#[derive(Debug)]
+pub struct ConsumeQueue {
+    topic: String,
+    queue_id: i32,
+    segments: SegmentQueue,
+    min_offset: AtomicI64,
+    max_offset: AtomicI64,
+    /// Set by `append`, cleared by `flush`, so a flush skips idle queues.
+    dirty: AtomicBool,
+}
+
+impl ConsumeQueue {
+    /// Load the queue's files and find its end: the first invalid entry of the last file
+    /// (entries are written in order and the rest of a file is zero, so the valid entries
+    /// form a prefix and a binary search finds the end).
+    pub fn load(dir: &Path, topic: &str, queue_id: i32, entries_per_file: usize, writable: bool) -> Result<Self> {
+        let segments = SegmentQueue::load(dir, entries_per_file * ENTRY_SIZE, writable)?;
+        if segments.segment_size() % ENTRY_SIZE != 0 {
+            let path = segments.first().map(|s| s.path().to_path_buf()).unwrap_or_default();
+            return Err(Error::corrupt(path, 0, format!("consume-queue file size {} is not a multiple of 20", segments.segment_size())));
+        }
+        let queue = ConsumeQueue {
+            topic: topic.to_string(),
+            queue_id,
+            segments,
+            min_offset: AtomicI64::new(0),
+            max_offset: AtomicI64::new(0),
+            dirty: AtomicBool::new(false),
+        };
+        queue.find_bounds();
+        Ok(queue)
+    }
+
+    fn entries_per_file(&self) -> i64 {
+        (self.segments.segment_size() / ENTRY_SIZE) as i64
+    }
+
+    fn find_bounds(&self) {
+        let segments = self.segments.segments();
+        let Some(first) = segments.first() else {
+            return;
+        };
+        let first_index = (first.start_offset() / ENTRY_SIZE as u64) as i64;
+        // Walk back over trailing files that hold no valid entry (a crash after creating
+        // a file, or truncation).
+        let mut max = first_index;
+        for segment in segments.iter().rev() {
+            let entries = self.entries_per_file() as usize;
+            let valid = |index: usize| CqEntry::decode(segment.bytes(index * ENTRY_SIZE, ENTRY_SIZE)).is_valid();
+            let (mut low, mut high) = (0usize, entries);
+            while low < high {
+                let middle = (low + high) / 2;
+                if valid(middle) {
+                    low = middle + 1;
+                } else {
+                    high = middle;
+                }
+            }
+            if low > 0 {
+                max = (segment.start_offset() / ENTRY_SIZE as u64) as i64 + low as i64;
+                break;
+            }
+        }
+        let mut min = first_index;
+        while min < max && self.entry_unchecked(min).is_some_and(|entry| entry.is_placeholder()) {
+            min += 1;
+        }
+        self.min_offset.store(min, Ordering::Release);
+        self.max_offset.store(max, Ordering::Release);
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    pub fn queue_id(&self) -> i32 {
+        self.queue_id
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.segments.dir()
+    }
+
+    pub fn segments(&self) -> &SegmentQueue {
+        &self.segments
+    }
+
+    pub fn min_offset(&self) -> i64 {
+        self.min_offset.load(Ordering::Acquire)
+    }
+
+    /// The next queue offset to assign.
+    pub fn max_offset(&self) -> i64 {
+        self.max_offset.load(Ordering::Acquire)
+    }
+
+    pub fn set_min_offset(&self, offset: i64) {
+        self.min_offset.store(offset, Ordering::Release);
+    }
+
+    fn entry_unchecked(&self, queue_offset: i64) -> Option<CqEntry> {
+        let logical = u64::try_from(queue_offset).ok()? * ENTRY_SIZE as u64;
+        let segment = self.segments.find(logical)?;
+        let position = (logical - segment.start_offset()) as usize;
+        Some(CqEntry::decode(segment.bytes(position, ENTRY_SIZE)))
+    }
+
+    /// The entry at `queue_offset`, if it lies in `[min_offset, max_offset)`.
+    pub fn entry(&self, queue_offset: i64) -> Option<CqEntry> {
+        if queue_offset < self.min_offset() || queue_offset >= self.max_offset() {
+            return None;
+        }
+        self.entry_unchecked(queue_offset)
+    }
+
+    /// The last entry, if any.
+    pub fn last_entry(&self) -> Option<CqEntry> {
+        let max = self.max_offset();
+        (max > self.min_offset()).then(|| self.entry_unchecked(max - 1)).flatten()
+    }
+
+    /// Append the entry for `queue_offset`, which must be the next one. A new file for a
+    /// queue that starts past zero is padded with placeholders, as RocketMQ does.
+    pub fn append(&self, queue_offset: i64, entry: CqEntry) -> Result<()> {
+        let max = self.max_offset();
+        if queue_offset != max && !(self.segments.is_empty() && queue_offset >= 0) {
+            return Err(Error::corrupt(
+                self.dir(),
+                (queue_offset.max(0) as u64) * ENTRY_SIZE as u64,
+                format!("entry for queue offset {queue_offset} out of order: the queue expects {max}"),
+            ));
+        }
+        let logical = queue_offset as u64 * ENTRY_SIZE as u64;
+        let segment = match self.segments.find(logical) {
+            Some(segment) => segment,
+            None => {
+                let file_size = self.segments.segment_size() as u64;
+                let start = logical / file_size * file_size;
+                let segment = self.segments.create(start)?;
+                if self.max_offset() == 0 && logical > start {
+                    let placeholder = CqEntry { commitlog_offset: 0, size: PLACEHOLDER_SIZE, tags_code: 0 };
+                    let pad = (logical - start) as usize;
+                    // SAFETY: single writer; the new file is not published yet.
+                    let bytes = unsafe { segment.bytes_mut(0, pad) };
+                    for chunk in bytes.chunks_exact_mut(ENTRY_SIZE) {
+                        placeholder.encode(chunk);
+                    }
+                    self.set_min_offset(queue_offset);
+                }
+                segment
+            }
+        };
+        let position = (logical - segment.start_offset()) as usize;
+        // SAFETY: single writer; the entry is past max_offset, so unpublished.
+        entry.encode(unsafe { segment.bytes_mut(position, ENTRY_SIZE) });
+        if self.max_offset() == 0 && self.min_offset() == 0 && queue_offset > 0 {
+            self.set_min_offset(queue_offset);
+        }
+        self.max_offset.store(queue_offset + 1, Ordering::Release);
+        self.dirty.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Remove every entry that points at or past `commitlog_end` (recovery truncation):
+    /// the entries are zeroed and files left without entries are deleted; in a read-only
+    /// queue they are only hidden. Returns how many entries were removed.
+    pub fn truncate_from_physical(&self, commitlog_end: i64) -> Result<u64> {
+        let mut max = self.max_offset();
+        let min = self.min_offset();
+        let old_max = max;
+        while max > min {
+            let entry = self.entry_unchecked(max - 1).expect("entry below max exists");
+            if entry.commitlog_end() <= commitlog_end || entry.is_placeholder() {
+                break;
+            }
+            max -= 1;
+        }
+        if max == old_max {
+            return Ok(0);
+        }
+        if !self.segments.writable() {
+            self.max_offset.store(max, Ordering::Release);
+            return Ok((old_max - max) as u64);
+        }
+        let logical = max as u64 * ENTRY_SIZE as u64;
+        let file_size = self.segments.segment_size() as u64;
+        // Keep the file holding the new end unless the end is its first byte and it is
+        // not the queue's only file.
+        let delete_from = if logical % file_size == 0 && logical > 0 { logical } else { logical / file_size * file_size + file_size };
+        self.segments.remove_from(delete_from)?;
+        if let Some(segment) = self.segments.find(logical) {
+            let position = (logical - segment.start_offset()) as usize;
+            segment.zero_from(position)?;
+        }
+        self.max_offset.store(max, Ordering::Release);
+        if self.min_offset() > max {
+            self.set_min_offset(max);
+        }
+        Ok((old_max - max) as u64)
+    }
+
+    /// Flush the queue's files if anything was appended since the last flush.
+    pub fn flush(&self) -> Result<()> {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            if let Err(error) = self.segments.flush_all() {
+                self.dirty.store(true, Ordering::Release);
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(offset: i64) -> CqEntry {
+        CqEntry { commitlog_offset: offset, size: 100, tags_code: 7 }
+    }
+
+    #[test]
+    fn appends_across_files_and_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = ConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        for n in 0..10 {
+            queue.append(n, entry(n * 100)).unwrap();
+        }
+        assert_eq!(queue.segments().segments().len(), 3);
+        let reloaded = ConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        assert_eq!((reloaded.min_offset(), reloaded.max_offset()), (0, 10));
+        assert_eq!(reloaded.entry(9), Some(entry(900)));
+        assert_eq!(reloaded.entry(10), None);
+    }
+
+    #[test]
+    fn truncation_removes_entries_past_the_log_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = ConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        for n in 0..10 {
+            queue.append(n, entry(n * 100)).unwrap();
+        }
+        assert_eq!(queue.truncate_from_physical(450).unwrap(), 6);
+        assert_eq!(queue.max_offset(), 4);
+        assert_eq!(queue.segments().segments().len(), 1);
+        let reloaded = ConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        assert_eq!(reloaded.max_offset(), 4);
+        reloaded.append(4, entry(400)).unwrap();
+    }
+
+    #[test]
+    fn a_queue_starting_past_zero_is_padded_with_placeholders() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = ConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        queue.append(6, entry(600)).unwrap();
+        let reloaded = ConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        assert_eq!((reloaded.min_offset(), reloaded.max_offset()), (6, 7));
+    }
+}

@@ -1,0 +1,112 @@
+//! Every consume queue of a store, by topic and queue id, under `consumequeue/`.
+//!
+//! Thread safety: the map is behind an `RwLock`; lookups return `Arc`s and release it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use crate::consume_queue::ConsumeQueue;
+use crate::error::{Error, IoContext, Result};
+
+type QueuesByTopic = HashMap<String, BTreeMap<i32, Arc<ConsumeQueue>>>;
+
+#[derive(Debug)]
+pub struct ConsumeQueueTable {
+    dir: PathBuf,
+    entries_per_file: usize,
+    writable: bool,
+    queues: RwLock<QueuesByTopic>,
+}
+
+impl ConsumeQueueTable {
+    pub fn dir(root: &Path) -> PathBuf {
+        root.join("consumequeue")
+    }
+
+    /// Load every `consumequeue/<topic>/<queueId>/` directory. Children that are not
+    /// directories, and queue directories whose names are not integers, are skipped as
+    /// RocketMQ skips them.
+    pub fn load(root: &Path, entries_per_file: usize, writable: bool) -> Result<Self> {
+        let dir = Self::dir(root);
+        let mut queues: QueuesByTopic = HashMap::new();
+        if dir.is_dir() {
+            for topic_entry in fs::read_dir(&dir).at(&dir)? {
+                let topic_entry = topic_entry.at(&dir)?;
+                let topic_path = topic_entry.path();
+                let (true, Some(topic)) = (topic_path.is_dir(), topic_entry.file_name().to_str().map(str::to_owned)) else {
+                    continue;
+                };
+                for queue_entry in fs::read_dir(&topic_path).at(&topic_path)? {
+                    let queue_entry = queue_entry.at(&topic_path)?;
+                    let queue_path = queue_entry.path();
+                    let Some(queue_id) = queue_entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
+                        continue;
+                    };
+                    if !queue_path.is_dir() {
+                        continue;
+                    }
+                    let queue = ConsumeQueue::load(&queue_path, &topic, queue_id, entries_per_file, writable)?;
+                    queues.entry(topic.clone()).or_default().insert(queue_id, Arc::new(queue));
+                }
+            }
+        }
+        Ok(ConsumeQueueTable { dir, entries_per_file, writable, queues: RwLock::new(queues) })
+    }
+
+    pub fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        self.queues.read().expect("queue table lock").get(topic)?.get(&queue_id).cloned()
+    }
+
+    pub fn get_or_create(&self, topic: &str, queue_id: i32) -> Result<Arc<ConsumeQueue>> {
+        if let Some(queue) = self.get(topic, queue_id) {
+            return Ok(queue);
+        }
+        if !self.writable {
+            return Err(Error::ReadOnly);
+        }
+        let mut queues = self.queues.write().expect("queue table lock");
+        let by_id = queues.entry(topic.to_string()).or_default();
+        if let Some(queue) = by_id.get(&queue_id) {
+            return Ok(Arc::clone(queue));
+        }
+        let path = self.dir.join(topic).join(queue_id.to_string());
+        let queue = Arc::new(ConsumeQueue::load(&path, topic, queue_id, self.entries_per_file, true)?);
+        by_id.insert(queue_id, Arc::clone(&queue));
+        Ok(queue)
+    }
+
+    pub fn contains_topic(&self, topic: &str) -> bool {
+        self.queues.read().expect("queue table lock").contains_key(topic)
+    }
+
+    pub fn topics(&self) -> Vec<String> {
+        self.queues.read().expect("queue table lock").keys().cloned().collect()
+    }
+
+    pub fn queues_of(&self, topic: &str) -> Vec<Arc<ConsumeQueue>> {
+        self.queues.read().expect("queue table lock").get(topic).map(|by_id| by_id.values().cloned().collect()).unwrap_or_default()
+    }
+
+    pub fn all(&self) -> Vec<Arc<ConsumeQueue>> {
+        self.queues.read().expect("queue table lock").values().flat_map(|by_id| by_id.values().cloned()).collect()
+    }
+
+    /// Drop a topic's queues and delete their files.
+    pub fn remove_topic(&self, topic: &str) -> Result<bool> {
+        let removed = self.queues.write().expect("queue table lock").remove(topic).is_some();
+        let path = self.dir.join(topic);
+        if path.is_dir() {
+            fs::remove_dir_all(&path).at(&path)?;
+        }
+        Ok(removed)
+    }
+
+    pub fn flush(&self) -> Result<()> {
+        for queue in self.all() {
+            queue.flush()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,57 @@
+//! The whole-record CRC property of RocketMQ 5.2+ (format §1.5): the last 20 bytes of a
+//! record's properties are `__CRC32#`, 0x01, ten decimal digits least-significant first,
+//! 0x02, covering every record byte before that region.
+
+use crate::body_crc::body_crc;
+use crate::record::RecordView;
+
+pub const CRC_PROPERTY_NAME: &str = "__CRC32#";
+pub const CRC_PROPERTY_LENGTH: usize = CRC_PROPERTY_NAME.len() + 1 + 10 + 1;
+
+const _: () = assert!(CRC_PROPERTY_LENGTH == 20);
+
+/// The digits as RocketMQ writes them: least-significant first, padded with '0'.
+pub fn encode_crc_digits(crc: i32) -> [u8; 10] {
+    let mut digits = [b'0'; 10];
+    let mut value = crc.unsigned_abs();
+    for digit in &mut digits {
+        *digit = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
+    digits
+}
+
+pub fn decode_crc_digits(digits: &[u8]) -> Option<i64> {
+    digits.iter().rev().try_fold(0i64, |value, digit| {
+        digit.is_ascii_digit().then(|| value * 10 + i64::from(digit - b'0'))
+    })
+}
+
+/// Whether the record carries the property, and if so whether it matches.
+/// `record_bytes` are the record's `total_size` bytes.
+pub fn check_crc_property(record: &RecordView<'_>, record_bytes: &[u8]) -> Option<bool> {
+    let properties = record.properties;
+    if properties.len() < CRC_PROPERTY_LENGTH {
+        return None;
+    }
+    let region = &properties[properties.len() - CRC_PROPERTY_LENGTH..];
+    if !region.starts_with(CRC_PROPERTY_NAME.as_bytes()) || region[8] != 0x01 || region[19] != 0x02 {
+        return None;
+    }
+    let stored = decode_crc_digits(&region[9..19])?;
+    let covered = &record_bytes[..record_bytes.len() - CRC_PROPERTY_LENGTH];
+    Some(stored == i64::from(body_crc(covered)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_match_format_examples() {
+        assert_eq!(&encode_crc_digits(123), b"3210000000");
+        assert_eq!(&encode_crc_digits(1_274_296_614), b"4166924721");
+        assert_eq!(decode_crc_digits(b"4166924721"), Some(1_274_296_614));
+        assert_eq!(decode_crc_digits(b"41669x4721"), None);
+    }
+}

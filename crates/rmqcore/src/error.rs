@@ -1,0 +1,70 @@
+//! The engine's typed errors. The binding maps each variant to one Python exception class
+//! and the broker maps those to gRPC status codes; nothing here knows about either.
+
+use std::io;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bytes on disk failed validation (magic, length, CRC, entry bounds).
+    #[error("corrupt data in {} at offset {offset}: {reason}", file.display())]
+    Corrupt { file: PathBuf, offset: u64, reason: String },
+
+    /// A queue or commit-log offset outside `[min, max]`.
+    #[error("{what} offset {offset} is out of range: the store holds [{min}, {max})")]
+    OffsetOutOfRange { what: &'static str, offset: i64, min: i64, max: i64 },
+
+    /// A caller-supplied argument is malformed; nothing was written.
+    #[error("invalid {argument}: {reason}")]
+    InvalidArgument { argument: &'static str, reason: String },
+
+    #[error("not found: {0}")]
+    NotFound(String),
+
+    #[error("I/O error on {}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+
+    #[error("the store is closed")]
+    Closed,
+
+    #[error("the store at {} is locked by another process", path.display())]
+    Locked { path: PathBuf },
+
+    #[error("disk full: {} is {:.1}% used, above the {:.1}% threshold; writes resume when usage falls", path.display(), usage * 100.0, threshold * 100.0)]
+    DiskFull { path: PathBuf, usage: f64, threshold: f64 },
+
+    /// A flush failed; the store refuses writes from then on because it can no longer
+    /// tell which acknowledged bytes are durable.
+    #[error("flush failed, the store refuses writes until reopened: {0}")]
+    FlushFailed(String),
+
+    #[error("the store was opened read-only")]
+    ReadOnly,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    pub fn invalid(argument: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument { argument, reason: reason.into() }
+    }
+
+    pub fn corrupt(file: impl Into<PathBuf>, offset: u64, reason: impl Into<String>) -> Self {
+        Error::Corrupt { file: file.into(), offset, reason: reason.into() }
+    }
+}
+
+/// Attach a path to an `io::Result`.
+pub trait IoContext<T> {
+    fn at(self, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn at(self, path: &std::path::Path) -> Result<T> {
+        self.map_err(|source| Error::io(path, source))
+    }
+}

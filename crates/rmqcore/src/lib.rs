@@ -1,0 +1,38 @@
+//! rmq's storage engine: a message store whose files are byte-compatible with Apache
+//! RocketMQ's broker store. The on-disk format is specified in `docs/format.md`; each
+//! module names the part it implements. This crate knows nothing of Python.
+
+pub mod atomic_file;
+pub mod big_endian;
+pub mod body_crc;
+pub mod checkpoint;
+pub mod clock;
+pub mod commit_log;
+pub mod consume_queue;
+pub mod consume_queue_table;
+pub mod consumer_offsets;
+pub mod crc_property;
+pub mod dispatch;
+pub mod error;
+pub mod flush_service;
+pub mod host;
+pub mod java_hash;
+pub mod lenient_json;
+pub mod message;
+pub mod msg_id;
+pub mod options;
+pub mod properties;
+pub mod record;
+pub mod recovery;
+pub mod segment;
+pub mod segment_queue;
+pub mod store;
+pub mod store_lock;
+pub mod tag_filter;
+pub mod topic;
+pub mod topic_config;
+
+pub use error::{Error, Result};
+pub use message::{MessageDraft, PutResult, StoredMessage};
+pub use options::{FlushMode, StoreOptions};
+pub use store::{PullResult, Store};

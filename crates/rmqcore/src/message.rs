@@ -1,0 +1,152 @@
+//! Messages as the store's callers see them: a draft to append, and a stored message read
+//! back with every field of its record.
+
+use std::net::SocketAddr;
+
+use crate::body_crc::body_crc;
+use crate::error::{Error, Result};
+use crate::msg_id::create_msg_id;
+use crate::properties::{check_property_text, decode_properties, encode_properties, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS};
+use crate::record::RecordView;
+
+/// A message to append. The body is borrowed so that a binding can pass its buffers
+/// without copying them.
+#[derive(Debug, Clone, Default)]
+pub struct MessageDraft<'a> {
+    pub body: &'a [u8],
+    pub tags: Option<String>,
+    pub keys: Vec<String>,
+    /// User properties; `TAGS` and `KEYS` come from the fields above.
+    pub properties: Vec<(String, String)>,
+    pub flag: i32,
+    pub born_timestamp: Option<i64>,
+    pub born_host: Option<SocketAddr>,
+}
+
+/// A draft checked and encoded, ready to be written under the write lock.
+#[derive(Debug, Clone)]
+pub struct PreparedMessage<'a> {
+    pub body: &'a [u8],
+    pub body_crc: i32,
+    pub properties: Vec<u8>,
+    pub flag: i32,
+    pub born_timestamp: Option<i64>,
+    pub born_host: Option<SocketAddr>,
+}
+
+impl<'a> MessageDraft<'a> {
+    /// Validate and encode; everything that can be rejected is rejected here, before the
+    /// store takes its lock or writes a byte.
+    pub fn prepare(&self, max_message_size: usize) -> Result<PreparedMessage<'a>> {
+        if self.body.len() > max_message_size {
+            return Err(Error::invalid(
+                "body",
+                format!("the body is {} bytes, more than the maximum of {max_message_size} (max_message_size)", self.body.len()),
+            ));
+        }
+        let mut entries: Vec<(&str, &str)> = Vec::with_capacity(self.properties.len() + 2);
+        if let Some(tags) = &self.tags {
+            check_property_text("tags", tags)?;
+            if !tags.is_empty() {
+                entries.push((PROPERTY_TAGS, tags));
+            }
+        }
+        for key in &self.keys {
+            if key.is_empty() {
+                return Err(Error::invalid("keys", "a key is empty"));
+            }
+            if key.contains(KEY_SEPARATOR) {
+                return Err(Error::invalid("keys", format!("key {key:?} contains a space, which separates keys")));
+            }
+            check_property_text("keys", key)?;
+        }
+        let joined_keys = self.keys.join(" ");
+        if !joined_keys.is_empty() {
+            entries.push((PROPERTY_KEYS, &joined_keys));
+        }
+        for (name, value) in &self.properties {
+            if name == PROPERTY_TAGS || name == PROPERTY_KEYS {
+                return Err(Error::invalid("properties", format!("{name:?} is set through the {} argument", name.to_lowercase())));
+            }
+            entries.push((name, value));
+        }
+        Ok(PreparedMessage {
+            body: self.body,
+            body_crc: body_crc(self.body),
+            properties: encode_properties(entries)?,
+            flag: self.flag,
+            born_timestamp: self.born_timestamp,
+            born_host: self.born_host,
+        })
+    }
+}
+
+/// A message read back from the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    pub topic: String,
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    pub commitlog_offset: i64,
+    pub store_size: i32,
+    pub body: Vec<u8>,
+    pub body_crc: i32,
+    pub tags: Option<String>,
+    pub keys: Vec<String>,
+    pub properties: Vec<(String, String)>,
+    pub born_timestamp: i64,
+    pub store_timestamp: i64,
+    pub born_host: SocketAddr,
+    pub store_host: SocketAddr,
+    pub msg_id: String,
+    pub flag: i32,
+    pub sys_flag: i32,
+    pub reconsume_times: i32,
+    pub prepared_transaction_offset: i64,
+}
+
+impl StoredMessage {
+    pub fn from_record(view: &RecordView<'_>) -> Self {
+        let mut tags = None;
+        let mut keys = Vec::new();
+        let mut properties = Vec::new();
+        for (name, value) in decode_properties(view.properties) {
+            match name.as_str() {
+                PROPERTY_TAGS => tags = Some(value),
+                PROPERTY_KEYS => keys = value.split(KEY_SEPARATOR).filter(|k| !k.is_empty()).map(str::to_owned).collect(),
+                _ => properties.push((name, value)),
+            }
+        }
+        StoredMessage {
+            topic: view.topic_str().into_owned(),
+            queue_id: view.queue_id,
+            queue_offset: view.queue_offset,
+            commitlog_offset: view.physical_offset,
+            store_size: i32::try_from(view.total_size).unwrap_or(i32::MAX),
+            body: view.body.to_vec(),
+            body_crc: view.body_crc,
+            tags,
+            keys,
+            properties,
+            born_timestamp: view.born_timestamp,
+            store_timestamp: view.store_timestamp,
+            born_host: view.born_host,
+            store_host: view.store_host,
+            msg_id: create_msg_id(&view.store_host, view.physical_offset),
+            flag: view.flag,
+            sys_flag: view.sys_flag,
+            reconsume_times: view.reconsume_times,
+            prepared_transaction_offset: view.prepared_transaction_offset,
+        }
+    }
+}
+
+/// Where `put` stored a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutResult {
+    pub msg_id: String,
+    pub commitlog_offset: i64,
+    pub queue_offset: i64,
+    pub store_timestamp: i64,
+    pub store_size: i32,
+}

@@ -1,0 +1,355 @@
+//! Commit-log records (format §1.2–§1.3): encoding into a mapped segment and decoding
+//! from any byte slice. A record is self-delimiting; its first 4 bytes give its length.
+//!
+//! Field positions up to the born host are fixed; the rest shift by 12 bytes for each
+//! IPv6 host, so they are computed from the sys flag rather than named as constants.
+
+use std::net::SocketAddr;
+
+use crate::big_endian::{read_i16, read_i32, read_i64, write_i16, write_i32, write_i64};
+use crate::host::{decode_host, encode_host, encoded_length, IPV4_HOST_LENGTH, IPV6_HOST_LENGTH};
+use crate::properties::{find_property, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY};
+
+pub const MAGIC_V1: i32 = 0xDAA3_20A7_u32 as i32;
+pub const MAGIC_V2: i32 = 0xDAA3_20AB_u32 as i32;
+pub const BLANK_MAGIC: i32 = 0xCBD4_3194_u32 as i32;
+/// The blank that ends a full segment is exactly this long on disk (size + magic).
+pub const END_FILE_MIN_BLANK_LENGTH: usize = 8;
+
+pub const TOTAL_SIZE_POSITION: usize = 0;
+pub const MAGIC_POSITION: usize = TOTAL_SIZE_POSITION + 4;
+pub const BODY_CRC_POSITION: usize = MAGIC_POSITION + 4;
+pub const QUEUE_ID_POSITION: usize = BODY_CRC_POSITION + 4;
+pub const FLAG_POSITION: usize = QUEUE_ID_POSITION + 4;
+pub const QUEUE_OFFSET_POSITION: usize = FLAG_POSITION + 4;
+pub const PHYSICAL_OFFSET_POSITION: usize = QUEUE_OFFSET_POSITION + 8;
+pub const SYS_FLAG_POSITION: usize = PHYSICAL_OFFSET_POSITION + 8;
+pub const BORN_TIMESTAMP_POSITION: usize = SYS_FLAG_POSITION + 4;
+pub const BORN_HOST_POSITION: usize = BORN_TIMESTAMP_POSITION + 8;
+/// Store timestamp position when the born host is IPv4 (RocketMQ's named constant).
+pub const STORE_TIMESTAMP_POSITION_V4: usize = BORN_HOST_POSITION + IPV4_HOST_LENGTH;
+/// Bytes before the body length with both hosts IPv4.
+pub const FIXED_PART_V4: usize = STORE_TIMESTAMP_POSITION_V4 + 8 + IPV4_HOST_LENGTH + 4 + 8;
+
+const _: () = assert!(QUEUE_OFFSET_POSITION == 20);
+const _: () = assert!(PHYSICAL_OFFSET_POSITION == 28);
+const _: () = assert!(SYS_FLAG_POSITION == 36);
+const _: () = assert!(STORE_TIMESTAMP_POSITION_V4 == 56);
+const _: () = assert!(FIXED_PART_V4 + 4 == 88);
+
+/// SYSFLAG bits (format §1.3).
+pub mod sys_flag {
+    pub const COMPRESSED: i32 = 0x1;
+    pub const MULTI_TAGS: i32 = 0x2;
+    pub const TRANSACTION_MASK: i32 = 0xC;
+    pub const TRANSACTION_NOT_TYPE: i32 = 0x0;
+    pub const TRANSACTION_PREPARED: i32 = 0x4;
+    pub const TRANSACTION_COMMIT: i32 = 0x8;
+    pub const TRANSACTION_ROLLBACK: i32 = 0xC;
+    pub const BORN_HOST_V6: i32 = 0x10;
+    pub const STORE_HOST_V6: i32 = 0x20;
+    pub const INNER_BATCH: i32 = 0x80;
+}
+
+/// Topics longer than this need the V2 layout's 2-byte length.
+pub const MAX_V1_TOPIC_LENGTH: usize = 127;
+
+/// Everything a record holds except what the store assigns at append time (queue offset,
+/// physical offset, store timestamp).
+#[derive(Debug, Clone)]
+pub struct RecordInput<'a> {
+    pub topic: &'a str,
+    pub queue_id: i32,
+    pub flag: i32,
+    pub body: &'a [u8],
+    pub body_crc: i32,
+    pub properties: &'a [u8],
+    /// Bits other than the host-width bits, which `encode_record` derives from the hosts.
+    pub sys_flag: i32,
+    pub born_timestamp: i64,
+    pub born_host: SocketAddr,
+    pub store_host: SocketAddr,
+    pub reconsume_times: i32,
+    pub prepared_transaction_offset: i64,
+}
+
+/// What the store assigns while holding the write lock.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    pub queue_offset: i64,
+    pub physical_offset: i64,
+    pub store_timestamp: i64,
+}
+
+fn topic_length_width(topic_length: usize) -> usize {
+    if topic_length > MAX_V1_TOPIC_LENGTH {
+        2
+    } else {
+        1
+    }
+}
+
+/// TOTALSIZE per the format's size formula.
+pub fn record_length(input: &RecordInput<'_>) -> usize {
+    FIXED_PART_V4 - 2 * IPV4_HOST_LENGTH
+        + encoded_length(&input.born_host)
+        + encoded_length(&input.store_host)
+        + 4
+        + input.body.len()
+        + topic_length_width(input.topic.len())
+        + input.topic.len()
+        + 2
+        + input.properties.len()
+}
+
+fn full_sys_flag(input: &RecordInput<'_>) -> i32 {
+    let mut flag = input.sys_flag & !(sys_flag::BORN_HOST_V6 | sys_flag::STORE_HOST_V6);
+    if input.born_host.is_ipv6() {
+        flag |= sys_flag::BORN_HOST_V6;
+    }
+    if input.store_host.is_ipv6() {
+        flag |= sys_flag::STORE_HOST_V6;
+    }
+    flag
+}
+
+/// Write one record into `buf`, which must be exactly `record_length(input)` bytes.
+/// V1 layout unless the topic needs V2.
+pub fn encode_record(buf: &mut [u8], input: &RecordInput<'_>, placement: Placement) {
+    let length = buf.len();
+    debug_assert_eq!(length, record_length(input));
+    let v2 = input.topic.len() > MAX_V1_TOPIC_LENGTH;
+    write_i32(buf, TOTAL_SIZE_POSITION, i32::try_from(length).expect("record length checked by caller"));
+    write_i32(buf, MAGIC_POSITION, if v2 { MAGIC_V2 } else { MAGIC_V1 });
+    write_i32(buf, BODY_CRC_POSITION, input.body_crc);
+    write_i32(buf, QUEUE_ID_POSITION, input.queue_id);
+    write_i32(buf, FLAG_POSITION, input.flag);
+    write_i64(buf, QUEUE_OFFSET_POSITION, placement.queue_offset);
+    write_i64(buf, PHYSICAL_OFFSET_POSITION, placement.physical_offset);
+    write_i32(buf, SYS_FLAG_POSITION, full_sys_flag(input));
+    write_i64(buf, BORN_TIMESTAMP_POSITION, input.born_timestamp);
+    let mut at = BORN_HOST_POSITION + encode_host(buf, BORN_HOST_POSITION, &input.born_host);
+    write_i64(buf, at, placement.store_timestamp);
+    at += 8;
+    at += encode_host(buf, at, &input.store_host);
+    write_i32(buf, at, input.reconsume_times);
+    at += 4;
+    write_i64(buf, at, input.prepared_transaction_offset);
+    at += 8;
+    write_i32(buf, at, i32::try_from(input.body.len()).expect("body length checked by caller"));
+    at += 4;
+    buf[at..at + input.body.len()].copy_from_slice(input.body);
+    at += input.body.len();
+    if v2 {
+        write_i16(buf, at, i16::try_from(input.topic.len()).expect("topic length checked by caller"));
+        at += 2;
+    } else {
+        buf[at] = input.topic.len() as u8;
+        at += 1;
+    }
+    buf[at..at + input.topic.len()].copy_from_slice(input.topic.as_bytes());
+    at += input.topic.len();
+    write_i16(buf, at, i16::try_from(input.properties.len()).expect("properties length checked by caller"));
+    at += 2;
+    buf[at..at + input.properties.len()].copy_from_slice(input.properties);
+    debug_assert_eq!(at + input.properties.len(), length);
+}
+
+/// Write the end-of-segment blank: only its size and magic (format §1.2).
+pub fn encode_blank(buf: &mut [u8], remaining_in_segment: usize) {
+    write_i32(buf, TOTAL_SIZE_POSITION, i32::try_from(remaining_in_segment).expect("segment size fits i32"));
+    write_i32(buf, MAGIC_POSITION, BLANK_MAGIC);
+}
+
+/// A record decoded in place: every field, borrowing body, topic and properties.
+#[derive(Debug, Clone)]
+pub struct RecordView<'a> {
+    pub total_size: usize,
+    pub magic: i32,
+    pub body_crc: i32,
+    pub queue_id: i32,
+    pub flag: i32,
+    pub queue_offset: i64,
+    pub physical_offset: i64,
+    pub sys_flag: i32,
+    pub born_timestamp: i64,
+    pub born_host: SocketAddr,
+    pub store_timestamp: i64,
+    pub store_host: SocketAddr,
+    pub reconsume_times: i32,
+    pub prepared_transaction_offset: i64,
+    pub body: &'a [u8],
+    pub topic: &'a [u8],
+    pub properties: &'a [u8],
+}
+
+impl<'a> RecordView<'a> {
+    pub fn topic_str(&self) -> std::borrow::Cow<'a, str> {
+        String::from_utf8_lossy(self.topic)
+    }
+
+    pub fn property(&self, name: &str) -> Option<&'a [u8]> {
+        find_property(self.properties, name)
+    }
+
+    pub fn tags(&self) -> Option<&'a [u8]> {
+        self.property(PROPERTY_TAGS)
+    }
+
+    /// The `KEYS` tokens (split on a single space, empty tokens dropped).
+    pub fn keys(&self) -> Vec<String> {
+        match self.property(PROPERTY_KEYS) {
+            Some(raw) => String::from_utf8_lossy(raw)
+                .split(KEY_SEPARATOR)
+                .filter(|key| !key.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn uniq_key(&self) -> Option<&'a [u8]> {
+        self.property(PROPERTY_UNIQ_KEY)
+    }
+
+    pub fn transaction_type(&self) -> i32 {
+        self.sys_flag & sys_flag::TRANSACTION_MASK
+    }
+
+    /// PREPARED and ROLLBACK records never reach a consume queue (format §1.3).
+    pub fn is_dispatched_to_consume_queue(&self) -> bool {
+        !matches!(self.transaction_type(), sys_flag::TRANSACTION_PREPARED | sys_flag::TRANSACTION_ROLLBACK)
+    }
+}
+
+/// The outcome of reading at a position.
+#[derive(Debug, Clone)]
+pub enum Decoded<'a> {
+    Record(RecordView<'a>),
+    /// End-of-segment blank: the log continues at the next segment.
+    Blank,
+    /// Zero bytes where a record would start: the end of written data.
+    End,
+}
+
+/// Why bytes are not a valid record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    Truncated { needed: usize, available: usize },
+    BadMagic(i32),
+    BadLength(String),
+    LengthMismatch { declared: usize, computed: usize },
+    BodyCrcMismatch { stored: i32, computed: i32 },
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Truncated { needed, available } => {
+                write!(f, "record is truncated: needs {needed} bytes, {available} remain")
+            }
+            DecodeError::BadMagic(magic) => write!(f, "bad magic code {:#010x}", *magic as u32),
+            DecodeError::BadLength(what) => write!(f, "bad length: {what}"),
+            DecodeError::LengthMismatch { declared, computed } => write!(
+                f,
+                "TOTALSIZE says {declared} bytes but the fields add up to {computed}"
+            ),
+            DecodeError::BodyCrcMismatch { stored, computed } => {
+                write!(f, "body CRC mismatch: stored {stored}, computed {computed}")
+            }
+        }
+    }
+}
+
+fn need(buf: &[u8], needed: usize) -> Result<(), DecodeError> {
+    if buf.len() < needed {
+        Err(DecodeError::Truncated { needed, available: buf.len() })
+    } else {
+        Ok(())
+    }
+}
+
+/// Decode the record at the start of `buf` (which runs to the end of its segment).
+pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, DecodeError> {
+    need(buf, 8)?;
+    let declared = read_i32(buf, TOTAL_SIZE_POSITION);
+    let magic = read_i32(buf, MAGIC_POSITION);
+    if declared == 0 && magic == 0 {
+        return Ok(Decoded::End);
+    }
+    if magic == BLANK_MAGIC {
+        return Ok(Decoded::Blank);
+    }
+    if magic != MAGIC_V1 && magic != MAGIC_V2 {
+        return Err(DecodeError::BadMagic(magic));
+    }
+    let declared = usize::try_from(declared)
+        .map_err(|_| DecodeError::BadLength(format!("TOTALSIZE {declared} is negative")))?;
+    need(buf, declared)?;
+    let record = &buf[..declared];
+    need(record, BORN_HOST_POSITION)?;
+    let sys_flag = read_i32(record, SYS_FLAG_POSITION);
+    let born_width = if sys_flag & sys_flag::BORN_HOST_V6 != 0 { IPV6_HOST_LENGTH } else { IPV4_HOST_LENGTH };
+    let store_width = if sys_flag & sys_flag::STORE_HOST_V6 != 0 { IPV6_HOST_LENGTH } else { IPV4_HOST_LENGTH };
+    let store_timestamp_at = BORN_HOST_POSITION + born_width;
+    let store_host_at = store_timestamp_at + 8;
+    let reconsume_at = store_host_at + store_width;
+    let body_length_at = reconsume_at + 4 + 8;
+    need(record, body_length_at + 4)?;
+    let body_length = read_i32(record, body_length_at);
+    let body_length = usize::try_from(body_length)
+        .map_err(|_| DecodeError::BadLength(format!("body length {body_length} is negative")))?;
+    let body_at = body_length_at + 4;
+    let topic_length_at = body_at.checked_add(body_length).ok_or_else(|| DecodeError::BadLength("body".into()))?;
+    let (topic_length, topic_at) = if magic == MAGIC_V2 {
+        need(record, topic_length_at + 2)?;
+        let length = read_i16(record, topic_length_at);
+        let length = usize::try_from(length)
+            .map_err(|_| DecodeError::BadLength(format!("topic length {length} is negative")))?;
+        (length, topic_length_at + 2)
+    } else {
+        need(record, topic_length_at + 1)?;
+        // Java reads the V1 topic length as a signed byte.
+        let length = record[topic_length_at] as i8;
+        let length = usize::try_from(length)
+            .map_err(|_| DecodeError::BadLength(format!("topic length {length} is negative")))?;
+        (length, topic_length_at + 1)
+    };
+    let properties_length_at = topic_at + topic_length;
+    need(record, properties_length_at + 2)?;
+    let properties_length = read_i16(record, properties_length_at);
+    let properties_length = usize::try_from(properties_length)
+        .map_err(|_| DecodeError::BadLength(format!("properties length {properties_length} is negative")))?;
+    let properties_at = properties_length_at + 2;
+    let computed = properties_at + properties_length;
+    if computed != declared {
+        return Err(DecodeError::LengthMismatch { declared, computed });
+    }
+    let body = &record[body_at..body_at + body_length];
+    let body_crc = read_i32(record, BODY_CRC_POSITION);
+    if check_body_crc && !body.is_empty() {
+        let computed = crate::body_crc::body_crc(body);
+        if computed != body_crc {
+            return Err(DecodeError::BodyCrcMismatch { stored: body_crc, computed });
+        }
+    }
+    Ok(Decoded::Record(RecordView {
+        total_size: declared,
+        magic,
+        body_crc,
+        queue_id: read_i32(record, QUEUE_ID_POSITION),
+        flag: read_i32(record, FLAG_POSITION),
+        queue_offset: read_i64(record, QUEUE_OFFSET_POSITION),
+        physical_offset: read_i64(record, PHYSICAL_OFFSET_POSITION),
+        sys_flag,
+        born_timestamp: read_i64(record, BORN_TIMESTAMP_POSITION),
+        born_host: decode_host(record, BORN_HOST_POSITION, born_width == IPV6_HOST_LENGTH),
+        store_timestamp: read_i64(record, store_timestamp_at),
+        store_host: decode_host(record, store_host_at, store_width == IPV6_HOST_LENGTH),
+        reconsume_times: read_i32(record, reconsume_at),
+        prepared_transaction_offset: read_i64(record, reconsume_at + 4),
+        body,
+        topic: &record[topic_at..topic_at + topic_length],
+        properties: &record[properties_at..properties_at + properties_length],
+    }))
+}

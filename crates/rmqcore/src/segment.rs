@@ -1,0 +1,197 @@
+//! One fixed-size, memory-mapped file of a commit log or consume queue, named by the
+//! 20-digit offset of its first byte (format §1.1, §2.1).
+//!
+//! Thread safety: a `Segment` is shared (`Arc`) between one writer and many readers. The
+//! writer only writes bytes past the offsets it has published; readers only read bytes
+//! below them, so the two never touch the same bytes. The mapping lives as long as any
+//! `Arc` does, so a reader keeps a deleted segment readable until it lets go.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::error::{Error, IoContext, Result};
+
+pub const SEGMENT_NAME_DIGITS: usize = 20;
+
+pub fn segment_file_name(start_offset: u64) -> String {
+    format!("{start_offset:0width$}", width = SEGMENT_NAME_DIGITS)
+}
+
+/// The start offset a segment's name encodes, if the name is one.
+pub fn parse_segment_file_name(name: &str) -> Option<u64> {
+    (name.len() == SEGMENT_NAME_DIGITS && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+pub struct Segment {
+    path: PathBuf,
+    start_offset: u64,
+    size: usize,
+    writable: bool,
+    map: MmapRaw,
+    file: File,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment").field("path", &self.path).field("size", &self.size).finish()
+    }
+}
+
+impl Segment {
+    /// Create a new zero-filled (sparse) file of `size` bytes and map it read-write.
+    pub fn create(dir: &Path, start_offset: u64, size: usize) -> Result<Self> {
+        let path = dir.join(segment_file_name(start_offset));
+        let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path).at(&path)?;
+        file.set_len(size as u64).at(&path)?;
+        let map = MmapOptions::new().len(size).map_raw(&file).at(&path)?;
+        Ok(Segment { path, start_offset, size, writable: true, map, file })
+    }
+
+    /// Map an existing file, which must be exactly `size` bytes.
+    pub fn open(path: &Path, start_offset: u64, size: usize, writable: bool) -> Result<Self> {
+        let file = OpenOptions::new().read(true).write(writable).open(path).at(path)?;
+        let length = file.metadata().at(path)?.len();
+        if length != size as u64 {
+            return Err(Error::corrupt(
+                path,
+                0,
+                format!("segment is {length} bytes, expected {size} like its siblings"),
+            ));
+        }
+        let map = if writable {
+            MmapOptions::new().len(size).map_raw(&file)
+        } else {
+            MmapOptions::new().len(size).map_raw_read_only(&file)
+        }
+        .at(path)?;
+        Ok(Segment { path: path.to_path_buf(), start_offset, size, writable, map, file })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn start_offset(&self) -> u64 {
+        self.start_offset
+    }
+
+    pub fn end_offset(&self) -> u64 {
+        self.start_offset + self.size as u64
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn contains(&self, offset: u64) -> bool {
+        offset >= self.start_offset && offset < self.end_offset()
+    }
+
+    /// Bytes `[position, position + length)` of the file, which the caller knows to be
+    /// published (written before an offset it read with acquire ordering).
+    pub fn bytes(&self, position: usize, length: usize) -> &[u8] {
+        assert!(position.checked_add(length).is_some_and(|end| end <= self.size), "read past segment end");
+        // SAFETY: in bounds (asserted); the mapping lives as long as `self`; the writer
+        // never writes published bytes (module docs).
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(position), length) }
+    }
+
+    /// All bytes from `position` to the end of the file.
+    pub fn bytes_from(&self, position: usize) -> &[u8] {
+        self.bytes(position, self.size - position)
+    }
+
+    /// Mutable access to unpublished bytes.
+    ///
+    /// # Safety
+    /// Only the single writer may call this, only for bytes no reader can see yet
+    /// (at or past every published offset), and never for overlapping ranges at once.
+    #[expect(clippy::mut_from_ref, reason = "the writer protocol in the module docs makes this exclusive")]
+    pub unsafe fn bytes_mut(&self, position: usize, length: usize) -> &mut [u8] {
+        assert!(self.writable, "write to a read-only segment");
+        assert!(position.checked_add(length).is_some_and(|end| end <= self.size), "write past segment end");
+        // SAFETY: in bounds; exclusivity is the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(position), length) }
+    }
+
+    /// msync the byte range so it is durable.
+    pub fn flush_range(&self, position: usize, length: usize) -> Result<()> {
+        if length == 0 || !self.writable {
+            return Ok(());
+        }
+        self.map.flush_range(position, length).at(&self.path)
+    }
+
+    /// Make every byte from `position` to the end of the file read as zero: the partial
+    /// page by writing zeros, the rest by punching a hole, so a 1 GiB segment is cleared
+    /// without writing 1 GiB. Called only by the writer on unpublished bytes.
+    pub fn zero_from(&self, position: usize) -> Result<()> {
+        const PAGE: usize = 4096;
+        let page_end = position.div_ceil(PAGE).saturating_mul(PAGE).min(self.size);
+        if page_end > position {
+            // SAFETY: the caller is the writer and nothing past `position` is published.
+            unsafe { self.bytes_mut(position, page_end - position) }.fill(0);
+            self.flush_range(position, page_end - position)?;
+        }
+        if page_end >= self.size {
+            return Ok(());
+        }
+        let length = (self.size - page_end) as libc::off_t;
+        // SAFETY: plain syscall on a descriptor we own.
+        let status = unsafe {
+            libc::fallocate(
+                std::os::fd::AsRawFd::as_raw_fd(&self.file),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                page_end as libc::off_t,
+                length,
+            )
+        };
+        if status == 0 {
+            return Ok(());
+        }
+        // No hole punching on this filesystem: write zeros where data is not zero yet.
+        let tail = self.bytes_from(page_end);
+        if let Some(last_nonzero) = tail.iter().rposition(|b| *b != 0) {
+            // SAFETY: as above.
+            unsafe { self.bytes_mut(page_end, last_nonzero + 1) }.fill(0);
+            self.flush_range(page_end, last_nonzero + 1)?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&self) -> Result<()> {
+        if !self.writable {
+            return Ok(());
+        }
+        self.map.flush().at(&self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_twenty_digits() {
+        assert_eq!(segment_file_name(1_073_741_824), "00000000001073741824");
+        assert_eq!(parse_segment_file_name("00000000001073741824"), Some(1_073_741_824));
+        assert_eq!(parse_segment_file_name("1073741824"), None);
+        assert_eq!(parse_segment_file_name("0000000000107374182x"), None);
+    }
+
+    #[test]
+    fn created_segments_are_zero_filled_and_sized() {
+        let dir = tempfile::tempdir().unwrap();
+        let segment = Segment::create(dir.path(), 4096, 4096).unwrap();
+        assert_eq!(segment.bytes(0, 4096), &[0u8; 4096][..]);
+        unsafe { segment.bytes_mut(10, 3) }.copy_from_slice(b"abc");
+        segment.flush().unwrap();
+        let reopened = Segment::open(segment.path(), 4096, 4096, false).unwrap();
+        assert_eq!(reopened.bytes(10, 3), b"abc");
+        assert!(Segment::open(segment.path(), 4096, 8192, false).is_err());
+    }
+}

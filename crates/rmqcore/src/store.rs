@@ -1,0 +1,566 @@
+//! A store directory (format §0.1): the commit log, its consume queues, the checkpoint,
+//! abort and lock files, and the config files, behind one API.
+//!
+//! Thread safety: `Store` is `Send + Sync`. Appends are serialised by one write lock (one
+//! writer, as in RocketMQ); reads run concurrently with them and with each other.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::checkpoint::Checkpoint;
+use crate::clock::now_millis;
+use crate::commit_log::CommitLog;
+use crate::consume_queue_table::ConsumeQueueTable;
+use crate::consumer_offsets::ConsumerOffsetTable;
+use crate::dispatch::dispatch_to_consume_queue;
+use crate::error::{Error, IoContext, Result};
+use crate::flush_service::FlushService;
+use crate::message::{MessageDraft, PutResult, StoredMessage};
+use crate::msg_id::create_msg_id;
+use crate::options::{FlushMode, StoreOptions, MAX_QUEUE_ID};
+use crate::record::RecordInput;
+use crate::recovery::{recover, RecoveryReport};
+use crate::store_lock::StoreLock;
+use crate::tag_filter::TagFilter;
+use crate::topic::{validate_group, validate_topic};
+use crate::topic_config::TopicConfigTable;
+
+/// How often the background thread refreshes the checkpoint (RocketMQ 5 does it every
+/// second), which bounds how much log recovery must scan.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the flush thread looks for sync writers.
+const SYNC_FLUSH_POLL: Duration = Duration::from_millis(10);
+
+/// The answer to a pull: the messages and where the next pull should start.
+#[derive(Debug, Clone)]
+pub struct PullResult {
+    pub messages: Vec<StoredMessage>,
+    pub next_offset: i64,
+    pub min_offset: i64,
+    pub max_offset: i64,
+}
+
+struct StoreInner {
+    root: PathBuf,
+    options: StoreOptions,
+    lock: Mutex<Option<StoreLock>>,
+    commit_log: CommitLog,
+    queues: ConsumeQueueTable,
+    topics: Mutex<TopicConfigTable>,
+    offsets: Mutex<ConsumerOffsetTable>,
+    write_lock: Mutex<()>,
+    flush: FlushService,
+    /// Commit-log offset below which every record has been dispatched.
+    dispatched_offset: AtomicU64,
+    /// Store time of the newest record, for the checkpoint.
+    last_store_timestamp: AtomicI64,
+    closed: AtomicBool,
+    recovery_report: RecoveryReport,
+}
+
+pub struct Store {
+    inner: Arc<StoreInner>,
+    flush_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("root", &self.inner.root).finish()
+    }
+}
+
+fn abort_path(root: &Path) -> PathBuf {
+    root.join("abort")
+}
+
+impl Store {
+    /// Open (or create) the store at `root`, recovering it.
+    pub fn open(root: &Path, options: StoreOptions) -> Result<Store> {
+        options.validate()?;
+        let writable = !options.read_only;
+        if writable {
+            fs::create_dir_all(root).at(root)?;
+        } else if !root.is_dir() {
+            return Err(Error::NotFound(format!("no store directory at {}", root.display())));
+        }
+        let lock = if writable { Some(StoreLock::acquire(root)?) } else { None };
+        let abort_file_found = abort_path(root).exists();
+        let commit_log = CommitLog::load(&root.join("commitlog"), options.commitlog_segment_size, writable)?;
+        let queues = ConsumeQueueTable::load(root, options.consume_queue_entries_per_file, writable)?;
+        let checkpoint = Checkpoint::load(root)?;
+        let topics = TopicConfigTable::load(root)?;
+        let offsets = ConsumerOffsetTable::load(root)?;
+        let recovery_report = recover(&commit_log, &queues, &checkpoint, abort_file_found, writable)?;
+        let end = commit_log.write_offset();
+        if writable {
+            // Present while the store is open; its presence at the next open means the
+            // shutdown was not clean.
+            fs::write(abort_path(root), std::process::id().to_string()).at(&abort_path(root))?;
+            crate::atomic_file::sync_dir(root)?;
+        }
+        let inner = Arc::new(StoreInner {
+            root: root.to_path_buf(),
+            lock: Mutex::new(lock),
+            commit_log,
+            queues,
+            topics: Mutex::new(topics),
+            offsets: Mutex::new(offsets),
+            write_lock: Mutex::new(()),
+            flush: FlushService::new(end),
+            dispatched_offset: AtomicU64::new(end),
+            last_store_timestamp: AtomicI64::new(checkpoint.physic_msg_timestamp),
+            closed: AtomicBool::new(false),
+            recovery_report,
+            options,
+        });
+        if writable {
+            // The recovered state is the new baseline: make it durable before accepting
+            // writes so that the next recovery starts from here.
+            inner.checkpoint()?;
+        }
+        let flush_thread = if writable {
+            let background = Arc::clone(&inner);
+            Some(
+                std::thread::Builder::new()
+                    .name("rmq-flush".into())
+                    .spawn(move || background.flush_loop())
+                    .map_err(|error| Error::io(root, error))?,
+            )
+        } else {
+            None
+        };
+        Ok(Store { inner, flush_thread: Mutex::new(flush_thread) })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    pub fn options(&self) -> &StoreOptions {
+        &self.inner.options
+    }
+
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.inner.recovery_report
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    pub fn commit_log(&self) -> &CommitLog {
+        &self.inner.commit_log
+    }
+
+    pub fn consume_queues(&self) -> &ConsumeQueueTable {
+        &self.inner.queues
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.is_closed() {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.inner.options.read_only {
+            return Err(Error::ReadOnly);
+        }
+        self.inner.flush.check_healthy()
+    }
+
+    /// Append one message.
+    pub fn put(&self, topic: &str, queue_id: i32, draft: &MessageDraft<'_>) -> Result<PutResult> {
+        let mut results = self.put_batch(topic, queue_id, std::slice::from_ref(draft))?;
+        Ok(results.pop().expect("one result per message"))
+    }
+
+    /// Append messages to one queue as a unit: all are written or none.
+    pub fn put_batch(&self, topic: &str, queue_id: i32, drafts: &[MessageDraft<'_>]) -> Result<Vec<PutResult>> {
+        self.check_writable()?;
+        validate_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        if drafts.is_empty() {
+            return Err(Error::invalid("messages", "the batch is empty"));
+        }
+        let options = &self.inner.options;
+        let prepared = drafts.iter().map(|draft| draft.prepare(options.max_message_size)).collect::<Result<Vec<_>>>()?;
+        let born_default = now_millis();
+        let inputs: Vec<RecordInput<'_>> = prepared
+            .iter()
+            .map(|message| RecordInput {
+                topic,
+                queue_id,
+                flag: message.flag,
+                body: message.body,
+                body_crc: message.body_crc,
+                properties: &message.properties,
+                sys_flag: 0,
+                born_timestamp: message.born_timestamp.unwrap_or(born_default),
+                born_host: message.born_host.unwrap_or(options.store_host),
+                store_host: options.store_host,
+                reconsume_times: 0,
+                prepared_transaction_offset: 0,
+            })
+            .collect();
+        for input in &inputs {
+            let length = crate::record::record_length(input);
+            if length > self.inner.commit_log.max_record_length() {
+                return Err(Error::invalid(
+                    "body",
+                    format!("the record needs {length} bytes, more than a {}-byte segment holds", options.commitlog_segment_size),
+                ));
+            }
+        }
+
+        let (results, end) = {
+            let _writer = self.inner.write_guard();
+            self.check_writable()?;
+            self.inner.ensure_topic(topic, queue_id + 1)?;
+            let queue = self.inner.queues.get_or_create(topic, queue_id)?;
+            let first_queue_offset = queue.max_offset();
+            let store_timestamp = now_millis();
+            let appended = self.inner.commit_log.append(&inputs, first_queue_offset, store_timestamp)?;
+            let mut results = Vec::with_capacity(appended.len());
+            for (index, placed) in appended.iter().enumerate() {
+                let record = self.inner.commit_log.read(placed.physical_offset, false)?;
+                dispatch_to_consume_queue(&self.inner.queues, &record.view())?;
+                results.push(PutResult {
+                    msg_id: create_msg_id(&options.store_host, placed.physical_offset as i64),
+                    commitlog_offset: placed.physical_offset as i64,
+                    queue_offset: first_queue_offset + index as i64,
+                    store_timestamp,
+                    store_size: placed.size as i32,
+                });
+            }
+            let end = self.inner.commit_log.write_offset();
+            self.inner.dispatched_offset.store(end, Ordering::Release);
+            self.inner.last_store_timestamp.store(store_timestamp, Ordering::Release);
+            (results, end)
+        };
+        if options.flush_mode == FlushMode::Sync {
+            self.inner.flush.wait_flushed(end, Duration::from_millis(options.sync_flush_timeout_ms))?;
+        }
+        Ok(results)
+    }
+
+    /// The end of what readers may see: under sync flush only flushed records.
+    fn readable_end(&self) -> u64 {
+        match self.inner.options.flush_mode {
+            FlushMode::Sync if !self.inner.options.read_only => self.inner.flush.flushed_offset(),
+            _ => self.inner.commit_log.write_offset(),
+        }
+    }
+
+    fn known_topic(&self, topic: &str) -> Result<()> {
+        validate_topic(topic)?;
+        if self.inner.queues.contains_topic(topic) || self.inner.topics().get(topic).is_some() {
+            Ok(())
+        } else {
+            Err(Error::NotFound(format!("topic {topic:?} does not exist")))
+        }
+    }
+
+    /// Read messages of a queue from `offset` on. With a tag filter, entries whose tag
+    /// does not match are passed over (up to a bounded number) and `next_offset` moves
+    /// past them.
+    pub fn pull(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: usize,
+        filter: Option<&TagFilter>,
+        max_bytes: Option<usize>,
+    ) -> Result<PullResult> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        if offset < 0 {
+            return Err(Error::invalid("offset", format!("{offset} is negative")));
+        }
+        if max_count == 0 {
+            return Err(Error::invalid("max_count", "must be at least 1"));
+        }
+        let Some(queue) = self.inner.queues.get(topic, queue_id) else {
+            return if offset == 0 {
+                Ok(PullResult { messages: Vec::new(), next_offset: 0, min_offset: 0, max_offset: 0 })
+            } else {
+                Err(Error::OffsetOutOfRange { what: "queue", offset, min: 0, max: 0 })
+            };
+        };
+        let (min, max) = (queue.min_offset(), queue.max_offset());
+        if offset < min || offset > max {
+            return Err(Error::OffsetOutOfRange { what: "queue", offset, min, max });
+        }
+        // Passing over non-matching entries is bounded so one pull cannot scan a whole
+        // queue (RocketMQ bounds it the same way).
+        const MAX_FILTERED_ENTRIES: i64 = 16_000;
+        let readable_end = self.readable_end() as i64;
+        let mut messages = Vec::new();
+        let mut bytes = 0usize;
+        let mut next = offset;
+        while next < max && messages.len() < max_count && next - offset < MAX_FILTERED_ENTRIES + max_count as i64 {
+            let Some(entry) = queue.entry(next) else {
+                break;
+            };
+            if entry.commitlog_end() > readable_end {
+                break;
+            }
+            if entry.is_placeholder() || filter.is_some_and(|filter| !filter.matches_code(entry.tags_code)) {
+                next += 1;
+                continue;
+            }
+            let record = self.inner.commit_log.read(entry.commitlog_offset as u64, true)?;
+            let view = record.view();
+            if let Some(filter) = filter {
+                if !filter.matches_tag(view.tags()) {
+                    next += 1;
+                    continue;
+                }
+            }
+            if let Some(limit) = max_bytes {
+                if !messages.is_empty() && bytes + view.body.len() > limit {
+                    break;
+                }
+            }
+            bytes += view.body.len();
+            messages.push(StoredMessage::from_record(&view));
+            next += 1;
+        }
+        Ok(PullResult { messages, next_offset: next, min_offset: min, max_offset: max })
+    }
+
+    /// The record at a commit-log offset.
+    pub fn read_at(&self, commitlog_offset: i64) -> Result<StoredMessage> {
+        self.check_open()?;
+        let offset = u64::try_from(commitlog_offset).map_err(|_| Error::invalid("commitlog_offset", "is negative"))?;
+        if offset >= self.readable_end() && offset < self.inner.commit_log.write_offset() {
+            return Err(Error::OffsetOutOfRange { what: "commit-log", offset: commitlog_offset, min: self.inner.commit_log.min_offset() as i64, max: self.readable_end() as i64 });
+        }
+        let record = self.inner.commit_log.read(offset, true)?;
+        Ok(StoredMessage::from_record(&record.view()))
+    }
+
+    pub fn min_offset(&self, topic: &str, queue_id: i32) -> Result<i64> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        Ok(self.inner.queues.get(topic, queue_id).map_or(0, |queue| queue.min_offset()))
+    }
+
+    pub fn max_offset(&self, topic: &str, queue_id: i32) -> Result<i64> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        Ok(self.inner.queues.get(topic, queue_id).map_or(0, |queue| queue.max_offset()))
+    }
+
+    /// Topics the store knows: configured ones and any with a consume queue.
+    pub fn topics(&self) -> Result<Vec<String>> {
+        self.check_open()?;
+        let mut topics: BTreeSet<String> = self.inner.queues.topics().into_iter().collect();
+        topics.extend(self.inner.topics().topics().map(|config| config.topic_name.clone()));
+        Ok(topics.into_iter().collect())
+    }
+
+    /// Number of queues of a topic: its configured count, or more if queues exist beyond.
+    pub fn queue_count(&self, topic: &str) -> Result<i32> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        let configured = self.inner.topics().get(topic).map_or(0, |config| config.queue_count());
+        let existing = self.inner.queues.queues_of(topic).iter().map(|queue| queue.queue_id() + 1).max().unwrap_or(0);
+        Ok(configured.max(existing))
+    }
+
+    pub fn create_topic(&self, topic: &str, queues: i32) -> Result<()> {
+        self.check_writable()?;
+        validate_topic(topic)?;
+        if !(1..=MAX_QUEUE_ID + 1).contains(&queues) {
+            return Err(Error::invalid("queues", format!("{queues} is not between 1 and {}", MAX_QUEUE_ID + 1)));
+        }
+        let _writer = self.inner.write_guard();
+        let mut table = self.inner.topics();
+        if table.ensure(topic, queues) {
+            table.persist()?;
+        }
+        Ok(())
+    }
+
+    pub fn delete_topic(&self, topic: &str) -> Result<()> {
+        self.check_writable()?;
+        self.known_topic(topic)?;
+        let _writer = self.inner.write_guard();
+        let mut topics = self.inner.topics();
+        if topics.remove(topic) {
+            topics.persist()?;
+        }
+        drop(topics);
+        self.inner.queues.remove_topic(topic)?;
+        let mut offsets = self.inner.offsets.lock().expect("offset table lock");
+        if offsets.remove_topic(topic) {
+            offsets.persist()?;
+        }
+        Ok(())
+    }
+
+    pub fn commit_offset(&self, group: &str, topic: &str, queue_id: i32, offset: i64) -> Result<()> {
+        self.check_writable()?;
+        validate_group(group)?;
+        validate_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        if offset < 0 {
+            return Err(Error::invalid("offset", format!("{offset} is negative")));
+        }
+        let mut offsets = self.inner.offsets.lock().expect("offset table lock");
+        offsets.set(group, topic, queue_id, offset);
+        offsets.persist()
+    }
+
+    pub fn committed_offset(&self, group: &str, topic: &str, queue_id: i32) -> Result<Option<i64>> {
+        self.check_open()?;
+        validate_group(group)?;
+        validate_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        Ok(self.inner.offsets.lock().expect("offset table lock").get(group, topic, queue_id))
+    }
+
+    /// Flush everything written so far and refresh the checkpoint.
+    pub fn flush(&self) -> Result<()> {
+        self.check_open()?;
+        if self.inner.options.read_only {
+            return Ok(());
+        }
+        self.inner.flush_log()?;
+        self.inner.checkpoint()
+    }
+
+    /// Test hook: make the next flush fail as a disk error would.
+    pub fn inject_flush_failure(&self, message: &str) {
+        self.inner.flush.inject_failure(message.to_string());
+    }
+
+    pub fn flushed_offset(&self) -> u64 {
+        self.inner.flush.flushed_offset()
+    }
+
+    /// Flush, write the checkpoint, remove `abort` and release the lock. Idempotent.
+    pub fn close(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.inner.flush.stop();
+        if let Some(thread) = self.flush_thread.lock().expect("flush thread lock").take() {
+            let _ = thread.join();
+        }
+        let outcome = if self.inner.options.read_only { Ok(()) } else { self.inner.shut_down_cleanly() };
+        self.inner.lock.lock().expect("store lock").take();
+        outcome
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+fn validate_queue_id(queue_id: i32) -> Result<()> {
+    if (0..=MAX_QUEUE_ID).contains(&queue_id) {
+        Ok(())
+    } else {
+        Err(Error::invalid("queue_id", format!("{queue_id} is not between 0 and {MAX_QUEUE_ID}")))
+    }
+}
+
+impl StoreInner {
+    fn write_guard(&self) -> MutexGuard<'_, ()> {
+        self.write_lock.lock().expect("write lock")
+    }
+
+    fn topics(&self) -> MutexGuard<'_, TopicConfigTable> {
+        self.topics.lock().expect("topic table lock")
+    }
+
+    /// Make sure a topic written to exists with enough queues; a new one gets at least
+    /// the default queue count.
+    fn ensure_topic(&self, topic: &str, queues: i32) -> Result<()> {
+        let mut table = self.topics();
+        let wanted = if table.get(topic).is_none() { queues.max(self.options.default_queue_count) } else { queues };
+        if table.ensure(topic, wanted) {
+            table.persist()?;
+        }
+        Ok(())
+    }
+
+    /// msync the log up to what is written now; returns the flushed offset.
+    fn flush_log(&self) -> Result<u64> {
+        self.flush.run_flush(|| {
+            let target = self.commit_log.write_offset();
+            let from = self.flush.flushed_offset().min(target);
+            self.commit_log.flush_range(from, target)?;
+            Ok(target)
+        })
+    }
+
+    /// Flush the queues, then record in the checkpoint an offset below which the log and
+    /// the queues are both durable.
+    fn checkpoint(&self) -> Result<()> {
+        let dispatched = self.dispatched_offset.load(Ordering::Acquire);
+        self.queues.flush()?;
+        let safe = self.flush.flushed_offset().min(dispatched);
+        let timestamp = self.last_store_timestamp.load(Ordering::Acquire);
+        let checkpoint = Checkpoint {
+            physic_msg_timestamp: timestamp,
+            logics_msg_timestamp: timestamp,
+            index_msg_timestamp: 0,
+            master_flushed_offset: 0,
+            confirm_phy_offset: 0,
+            flushed_offset: Some(safe as i64),
+        };
+        checkpoint.store(&self.root)
+    }
+
+    fn flush_loop(&self) {
+        let sync = self.options.flush_mode == FlushMode::Sync;
+        let interval = if sync { SYNC_FLUSH_POLL } else { Duration::from_millis(self.options.flush_interval_ms) };
+        let thorough = Duration::from_millis(self.options.flush_thorough_interval_ms);
+        let least_bytes = (self.options.flush_least_pages * 4096) as u64;
+        let mut last_thorough = Instant::now();
+        let mut last_checkpoint = Instant::now();
+        while self.flush.wait_for_work(interval) {
+            let dirty = self.commit_log.write_offset().saturating_sub(self.flush.flushed_offset());
+            let due = sync || dirty >= least_bytes || last_thorough.elapsed() >= thorough;
+            if due && dirty > 0 {
+                if self.flush_log().is_err() {
+                    // The failure is recorded in the flush service; writers see it.
+                    continue;
+                }
+                if last_thorough.elapsed() >= thorough {
+                    last_thorough = Instant::now();
+                }
+            }
+            if last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL && self.flush.failure().is_none() {
+                let _ = self.checkpoint();
+                last_checkpoint = Instant::now();
+            }
+        }
+    }
+
+    fn shut_down_cleanly(&self) -> Result<()> {
+        let _writer = self.write_guard();
+        self.flush_log()?;
+        self.checkpoint()?;
+        self.topics().persist()?;
+        fs::remove_file(abort_path(&self.root)).at(&abort_path(&self.root))?;
+        crate::atomic_file::sync_dir(&self.root)
+    }
+}

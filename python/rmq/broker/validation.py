@@ -1,0 +1,194 @@
+"""Checks on everything a request carries, before any of it reaches a store.
+
+Each check raises an ``rmq.errors`` class whose message names the field and says what
+was wrong; :mod:`rmq.broker.status` turns it into the status code. The engine checks
+again, but the broker's own checks give the client the broker's limits in its words.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from rmq.errors import InvalidArgumentError
+
+# RocketMQ's topic characters; at most 127 bytes keeps every record in the V1 layout.
+# The character set also keeps a topic, used as a directory name, inside the store.
+_NAME_PATTERN = re.compile(r"[%|a-zA-Z0-9_-]+")
+MAX_NAME_LENGTH = 127
+_SEPARATORS = ("\x01", "\x02")
+# Set through their own fields, never as plain properties.
+RESERVED_PROPERTIES = frozenset({"TAGS", "KEYS"})
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds a shard enforces on requests."""
+
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_batch_messages: int = 8192
+    max_batch_bytes: int = 16 * 1024 * 1024
+    max_queues: int = 1024
+    max_pull_messages: int = 1024
+    default_pull_messages: int = 32
+    max_pull_bytes: int = 16 * 1024 * 1024
+    default_pull_bytes: int = 4 * 1024 * 1024
+    max_wait_ms: int = 30_000
+    max_lookup_messages: int = 1024
+
+    @property
+    def max_request_bytes(self) -> int:
+        """gRPC's receive limit: a little above the largest valid batch, so that a batch
+        slightly over the limit gets this module's message rather than gRPC's."""
+        return self.max_batch_bytes + 1024 * 1024
+
+
+def check_name(value: str, what: str) -> str:
+    if not value:
+        raise InvalidArgumentError(f"the {what} name is empty", what)
+    size = len(value.encode())
+    if size > MAX_NAME_LENGTH:
+        raise InvalidArgumentError(
+            f"the {what} name is {size} bytes, more than {MAX_NAME_LENGTH}", what
+        )
+    if not _NAME_PATTERN.fullmatch(value):
+        bad = next(c for c in value if not _NAME_PATTERN.fullmatch(c))
+        raise InvalidArgumentError(
+            f"the {what} name {value!r} contains {bad!r}; "
+            f"{what} names may use only letters, digits and %|_-",
+            what,
+        )
+    return value
+
+
+def check_topic(topic: str) -> str:
+    return check_name(topic, "topic")
+
+
+def check_group(group: str) -> str:
+    return check_name(group, "group")
+
+
+def check_queue_id(queue_id: int) -> int:
+    if queue_id < 0:
+        raise InvalidArgumentError(f"queue_id {queue_id} is negative", "queue_id")
+    return queue_id
+
+
+def check_offset(offset: int, what: str = "offset") -> int:
+    if offset < 0:
+        raise InvalidArgumentError(f"{what} {offset} is negative", what)
+    return offset
+
+
+def check_queue_count(queues: int, limits: Limits) -> int:
+    if not 1 <= queues <= limits.max_queues:
+        raise InvalidArgumentError(
+            f"queues is {queues}; a topic has between 1 and {limits.max_queues} queues",
+            "queues",
+        )
+    return queues
+
+
+def bounded(value: int, default: int, maximum: int, what: str) -> int:
+    """0 means ``default``; negative is an error; anything above ``maximum`` is capped."""
+    if value < 0:
+        raise InvalidArgumentError(f"{what} {value} is negative", what)
+    if value == 0:
+        return default
+    return min(value, maximum)
+
+
+def _check_text(value: str, what: str) -> None:
+    for separator in _SEPARATORS:
+        if separator in value:
+            raise InvalidArgumentError(
+                f"{what} {value!r} contains the byte {separator!r}, "
+                "which separates properties in the record",
+                what.split(" ")[0],
+            )
+
+
+def check_message(
+    index: int,
+    body: bytes,
+    tags: str | None,
+    keys: Iterable[str],
+    properties: Mapping[str, str],
+    limits: Limits,
+) -> None:
+    """Check one message of a batch; ``index`` is its position, for the message."""
+    where = f"message {index}"
+    if len(body) > limits.max_body_bytes:
+        raise InvalidArgumentError(
+            f"{where}: body is {len(body)} bytes, more than the limit of {limits.max_body_bytes}",
+            "body",
+        )
+    if tags is not None:
+        if not tags:
+            raise InvalidArgumentError(f"{where}: tags is empty; leave it unset", "tags")
+        _check_text(tags, f"tags of {where}")
+    for key in keys:
+        if not key:
+            raise InvalidArgumentError(f"{where}: a key is empty", "keys")
+        if " " in key:
+            raise InvalidArgumentError(
+                f"{where}: key {key!r} contains a space, which separates keys", "keys"
+            )
+        _check_text(key, f"keys of {where}")
+    for name, value in properties.items():
+        if not name:
+            raise InvalidArgumentError(f"{where}: a property name is empty", "properties")
+        if name in RESERVED_PROPERTIES:
+            raise InvalidArgumentError(
+                f"{where}: property {name!r} is reserved; use the {name.lower()} field",
+                "properties",
+            )
+        if not value:
+            raise InvalidArgumentError(
+                f"{where}: property {name!r} has an empty value, which the record "
+                "format cannot keep",
+                "properties",
+            )
+        _check_text(name, f"properties name of {where}")
+        _check_text(value, f"properties value of {where} ({name!r})")
+
+
+def check_batch_size(count: int, total_bytes: int, limits: Limits) -> None:
+    if count == 0:
+        raise InvalidArgumentError("the batch has no messages", "messages")
+    if count > limits.max_batch_messages:
+        raise InvalidArgumentError(
+            f"the batch has {count} messages, more than the limit of {limits.max_batch_messages}",
+            "messages",
+        )
+    if total_bytes > limits.max_batch_bytes:
+        raise InvalidArgumentError(
+            f"the batch bodies add up to {total_bytes} bytes, more than the limit of "
+            f"{limits.max_batch_bytes}",
+            "messages",
+        )
+
+
+_MSG_ID_LENGTHS = {32: 4, 56: 16}
+
+
+def parse_msg_id(msg_id: str) -> tuple[str, int, int]:
+    """RocketMQ's offset message id as (store host ip, store port, commit-log offset)."""
+    address_bytes = _MSG_ID_LENGTHS.get(len(msg_id))
+    if address_bytes is None or not re.fullmatch(r"[0-9A-Fa-f]+", msg_id):
+        raise InvalidArgumentError(
+            f"msg_id {msg_id!r} is not 32 or 56 hex digits (store host, port, offset)",
+            "msg_id",
+        )
+    raw = bytes.fromhex(msg_id)
+    address = raw[:address_bytes]
+    if address_bytes == 4:
+        host = ".".join(str(b) for b in address)
+    else:
+        host = str(ipaddress.IPv6Address(address))
+    port = int.from_bytes(raw[address_bytes : address_bytes + 4], "big", signed=True)
+    offset = int.from_bytes(raw[address_bytes + 4 :], "big", signed=True)
+    return host, port, offset

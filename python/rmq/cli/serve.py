@@ -1,0 +1,154 @@
+"""``rmq serve``: run the sharded broker (a supervisor and its shard processes)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from rmq.broker.validation import Limits
+
+DEFAULT_DATA_DIR = "rmq-data"
+DEFAULT_PORT = 8081
+_DEFAULTS = Limits()
+
+
+def _store_option(text: str) -> tuple[str, Any]:
+    name, separator, value = text.partition("=")
+    if not separator or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    parsed: Any = value
+    if value.lower() in ("true", "false"):
+        parsed = value.lower() == "true"
+    else:
+        for kind in (int, float):
+            try:
+                parsed = kind(value)
+                break
+            except ValueError:
+                continue
+    return name.replace("-", "_"), parsed
+
+
+def _ports(text: str) -> list[int]:
+    try:
+        return [int(p) for p in text.split(",")]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated port list") from error
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the sharded broker",
+        description=(
+            "Run the broker: a supervisor that serves routes, topic admin and health on "
+            "--port, and --shards shard processes, each serving the Shard service for its "
+            "own store directory DATA/shard-N. Queues of a topic are spread over the "
+            "shards; the assignment is kept in DATA/routes.json, so a restart with another "
+            "shard count keeps every message reachable. A shard process that dies is "
+            "restarted. Stop with Ctrl-C or SIGTERM."
+        ),
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("RMQ_DATA", DEFAULT_DATA_DIR)),
+        help=f"data directory (default: $RMQ_DATA or ./{DEFAULT_DATA_DIR})",
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="number of shard processes (default: the number of cores)",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: loopback only; use 0.0.0.0 with --token and TLS)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port of the route/admin/health service (default: {DEFAULT_PORT}; 0: any free port)",
+    )
+    parser.add_argument(
+        "--shard-ports",
+        type=_ports,
+        help="comma-separated ports of the shard processes (default: PORT+1, PORT+2, ...)",
+    )
+    parser.add_argument(
+        "--flush",
+        choices=["async", "sync"],
+        help="flush mode of the stores: sync acknowledges a send once it is on disk",
+    )
+    parser.add_argument(
+        "--store-option",
+        type=_store_option,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra rmq.Store option, e.g. commitlog_segment_size=67108864 (repeatable)",
+    )
+    parser.add_argument(
+        "--max-batch-messages",
+        type=int,
+        default=_DEFAULTS.max_batch_messages,
+        help="most messages in one send (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-batch-bytes",
+        type=int,
+        default=_DEFAULTS.max_batch_bytes,
+        help="most body bytes in one send (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("RMQ_TOKEN"),
+        help="require this bearer token on every request (default: $RMQ_TOKEN)",
+    )
+    parser.add_argument("--tls-cert", type=Path, help="PEM certificate chain: serve over TLS")
+    parser.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--tls-server-name",
+        help="name in the certificate, for the supervisor's own calls to its shards",
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level (default: INFO)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rmq.cluster.supervisor import ServeConfig, serve
+
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s supervisor[%(process)d] %(message)s",
+    )
+    if (args.tls_cert is None) != (args.tls_key is None):
+        logging.error("--tls-cert and --tls-key go together")
+        return 2
+    store_options = dict(args.store_option)
+    limits = Limits(
+        max_batch_messages=args.max_batch_messages,
+        max_batch_bytes=args.max_batch_bytes,
+        max_body_bytes=int(store_options.get("max_message_size", _DEFAULTS.max_body_bytes)),
+    )
+    config = ServeConfig(
+        data_dir=args.data,
+        shards=args.shards,
+        host=args.host,
+        port=args.port,
+        shard_ports=args.shard_ports,
+        flush=args.flush,
+        store_options=store_options,
+        limits=limits,
+        token=args.token,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_server_name=args.tls_server_name,
+        log_level=args.log_level.upper(),
+    )
+    return serve(config)

@@ -1,0 +1,309 @@
+"""The consumer: long polling over every queue of a topic, offsets committed per group.
+
+Each queue has at most one Pull in flight. ``poll`` starts pulls for queues with nothing
+buffered, waits until some message arrived or the timeout passed, and hands out what is
+buffered. A pull still in flight when ``poll`` returns keeps going, and what it brings is
+handed out by a later ``poll``, so nothing is dropped. ``commit`` stores, per queue, the
+offset after the last message handed out: after a restart the group resumes there and
+sees again anything handed out but not committed (at least once).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Literal
+
+import grpc
+
+from rmq import errors
+from rmq.client.client import Client
+from rmq.client.errors import RETRYABLE, BrokerError, BrokerOutOfRangeError, from_rpc_error
+from rmq.client.messages import ReceivedMessage
+from rmq.proto.v1 import broker_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+# Longest wait the client asks of a shard in one Pull (the shard caps it too).
+_MAX_WAIT_MS = 10_000
+_RETRY_PAUSE = 0.2
+
+
+class _Queue:
+    __slots__ = (
+        "buffer", "call", "committed", "delivered", "fetch", "paused_until", "queue_id",
+        "reset_from",
+    )  # fmt: skip
+
+    def __init__(self, queue_id: int) -> None:
+        self.queue_id = queue_id
+        self.fetch = -1  # next offset to pull; -1 until positioned
+        self.delivered = -1  # offset after the last message handed out
+        self.committed = -1
+        self.buffer: deque[ReceivedMessage] = deque()
+        self.call: grpc.Future[pb.PullResponse] | None = None
+        self.paused_until = 0.0
+        self.reset_from = -1  # offset a pull found out of range, to be repositioned
+
+
+class Consumer:
+    """Not thread-safe for concurrent ``poll`` calls; make one per consuming thread.
+
+    Options: ``start`` ("earliest" or "latest") says where a group without a committed
+    offset begins; ``max_messages`` and ``max_bytes`` bound one pull of one queue;
+    ``tags`` keeps only messages with one of those tags; ``queues`` limits the consumer
+    to some queue ids; ``max_poll_messages`` bounds what one ``poll`` returns.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        group: str,
+        topic: str,
+        *,
+        start: Literal["earliest", "latest"] = "earliest",
+        max_messages: int = 256,
+        max_bytes: int = 4 * 1024 * 1024,
+        tags: Iterable[str] | None = None,
+        queues: Sequence[int] | None = None,
+        max_poll_messages: int = 4096,
+    ) -> None:
+        if start not in ("earliest", "latest"):
+            raise errors.InvalidArgumentError(
+                f"start is {start!r}, not earliest or latest", "start"
+            )
+        self._client = client
+        self.group = group
+        self.topic = topic
+        self._start = start
+        self._max_messages = max_messages
+        self._max_bytes = max_bytes
+        self._tags = list(tags or ())
+        self._max_poll = max_poll_messages
+        self._cond = threading.Condition()
+        self._errors: list[BaseException] = []
+        self._closed = False
+        route = client.route(topic)
+        chosen = range(len(route.queues)) if queues is None else queues
+        self._queues = {q: _Queue(q) for q in chosen}
+        self._positioned = False
+        self._next_queue = 0
+        self._refresh_route = False
+
+    # ---- positions ----
+
+    def _endpoint(self, queue_id: int, refresh: bool = False) -> str:
+        route = self._client.route(self.topic, refresh=refresh)
+        return route.queues[queue_id].endpoint
+
+    def _position(self) -> None:
+        """Start each queue at the group's committed offset, or at ``start``."""
+        by_endpoint: dict[str, list[int]] = {}
+        for queue_id in self._queues:
+            by_endpoint.setdefault(self._endpoint(queue_id), []).append(queue_id)
+        committed: dict[int, int] = {}
+        for endpoint, queue_ids in by_endpoint.items():
+            answer = self._client.call(
+                f"fetch offsets of {self.group}",
+                self._client.shard_stub(endpoint).FetchOffsets,
+                pb.FetchOffsetsRequest(group=self.group, topic=self.topic, queue_ids=queue_ids),
+            )
+            committed.update({entry.queue_id: entry.offset for entry in answer.offsets})
+        for queue_id, state in self._queues.items():
+            if queue_id in committed:
+                state.fetch = state.delivered = state.committed = committed[queue_id]
+            else:
+                low, high = self._client.queue_offsets(self.topic, queue_id)
+                state.fetch = state.delivered = low if self._start == "earliest" else high
+        self._positioned = True
+
+    def positions(self) -> dict[int, int]:
+        """Per queue, the offset after the last message handed out."""
+        with self._cond:
+            return {q: s.delivered for q, s in self._queues.items()}
+
+    def seek(self, queue_id: int, offset: int) -> None:
+        """Continue ``queue_id`` from ``offset`` (drops what is buffered for it)."""
+        if not self._positioned:
+            self._position()
+        with self._cond:
+            state = self._queues[queue_id]
+            if state.call is not None:
+                state.call.cancel()
+                state.call = None
+            state.buffer.clear()
+            state.fetch = state.delivered = offset
+
+    # ---- polling ----
+
+    def poll(self, timeout: float = 1.0) -> list[ReceivedMessage]:
+        """Messages that arrived within ``timeout`` seconds (possibly none), in queue
+        order per queue."""
+        if self._closed:
+            raise errors.StoreClosedError("the consumer is closed")
+        if not self._positioned:
+            self._position()
+        deadline = time.monotonic() + max(timeout, 0.0)
+        with self._cond:
+            while True:
+                if self._errors:
+                    raise self._errors.pop(0)
+                out = self._drain()
+                if out:
+                    return out
+                now = time.monotonic()
+                if now >= deadline:
+                    return []
+                self._start_pulls(int((deadline - now) * 1000))
+                self._cond.wait(min(deadline - now, _RETRY_PAUSE))
+
+    def __iter__(self) -> Iterator[ReceivedMessage]:
+        """Yield messages one by one, waiting for new ones, until ``close``."""
+        while not self._closed:
+            yield from self.poll(1.0)
+
+    def _drain(self) -> list[ReceivedMessage]:
+        out: list[ReceivedMessage] = []
+        order = list(self._queues.values())
+        start = self._next_queue % len(order) if order else 0
+        self._next_queue += 1
+        for state in order[start:] + order[:start]:
+            while state.buffer and len(out) < self._max_poll:
+                message = state.buffer.popleft()
+                out.append(message)
+                state.delivered = message.queue_offset + 1
+        return out
+
+    def _start_pulls(self, wait_ms: int) -> None:
+        if self._refresh_route:
+            self._refresh_route = False
+            try:
+                self._client.route(self.topic, refresh=True)
+            except BrokerError as error:
+                log.info("route of %s: %s", self.topic, error)
+        now = time.monotonic()
+        for state in self._queues.values():
+            if state.call is not None or state.buffer or now < state.paused_until:
+                continue
+            if state.reset_from >= 0:
+                self._reset_out_of_range(state)
+                if state.reset_from >= 0:
+                    continue
+            try:
+                stub = self._client.shard_stub(self._endpoint(state.queue_id))
+            except BrokerError as error:
+                self._pause(state, error)
+                continue
+            wait = min(max(wait_ms, 0), _MAX_WAIT_MS)
+            request = pb.PullRequest(
+                topic=self.topic,
+                queue_id=state.queue_id,
+                offset=state.fetch,
+                max_messages=self._max_messages,
+                max_bytes=self._max_bytes,
+                tags=self._tags,
+                wait_ms=wait,
+            )
+            call = stub.Pull.future(
+                request, timeout=wait / 1000 + self._client.timeout, metadata=self._client.metadata
+            )
+            state.call = call
+            call.add_done_callback(functools.partial(self._pulled, state, state.fetch))
+
+    def _pulled(self, state: _Queue, offset: int, call: grpc.Future[pb.PullResponse]) -> None:
+        with self._cond:
+            if state.call is not call:
+                return  # cancelled by seek or close
+            state.call = None
+            try:
+                response = call.result()
+            except grpc.RpcError as error:
+                failure = from_rpc_error(error, f"pull {self.topic}/{state.queue_id}")
+                if isinstance(failure, BrokerOutOfRangeError):
+                    state.reset_from = offset
+                elif failure.code in RETRYABLE:
+                    self._pause(state, failure)
+                else:
+                    self._errors.append(failure)
+                self._cond.notify_all()
+                return
+            except Exception as error:  # cancelled
+                if not self._closed:
+                    self._errors.append(error)
+                self._cond.notify_all()
+                return
+            if state.fetch == offset:
+                state.buffer.extend(ReceivedMessage.from_proto(m) for m in response.messages)
+                state.fetch = response.next_offset
+            self._cond.notify_all()
+
+    def _pause(self, state: _Queue, error: BaseException) -> None:
+        log.info("queue %d of %s: %s; retrying", state.queue_id, self.topic, error)
+        state.paused_until = time.monotonic() + _RETRY_PAUSE
+        self._refresh_route = True
+
+    def _reset_out_of_range(self, state: _Queue) -> None:
+        offset = state.reset_from
+        try:
+            low, high = self._client.queue_offsets(self.topic, state.queue_id)
+        except BrokerError as error:
+            self._pause(state, error)
+            return
+        target = low if offset < low else high
+        log.warning(
+            "offset %d of queue %d of %s is gone (queue holds %d to %d); continuing at %d",
+            offset, state.queue_id, self.topic, low, high, target,
+        )  # fmt: skip
+        state.fetch = state.delivered = target
+        state.reset_from = -1
+
+    # ---- commits ----
+
+    def commit(self) -> None:
+        """Store, for the group, the offset after the last message handed out per queue."""
+        with self._cond:
+            pending = {
+                q: s.delivered
+                for q, s in self._queues.items()
+                if s.delivered >= 0 and s.delivered != s.committed
+            }
+        if not pending:
+            return
+        by_endpoint: dict[str, list[pb.QueueOffset]] = {}
+        for queue_id, offset in pending.items():
+            by_endpoint.setdefault(self._endpoint(queue_id), []).append(
+                pb.QueueOffset(queue_id=queue_id, offset=offset)
+            )
+        for endpoint, offsets in by_endpoint.items():
+            self._client.call(
+                f"commit offsets of {self.group}",
+                self._client.shard_stub(endpoint).CommitOffsets,
+                pb.CommitOffsetsRequest(group=self.group, topic=self.topic, offsets=offsets),
+            )
+        with self._cond:
+            for queue_id, offset in pending.items():
+                self._queues[queue_id].committed = offset
+
+    def close(self, commit: bool = False) -> None:
+        """Stop pulling; with ``commit``, commit first."""
+        if self._closed:
+            return
+        if commit:
+            self.commit()
+        with self._cond:
+            self._closed = True
+            for state in self._queues.values():
+                if state.call is not None:
+                    state.call.cancel()
+                    state.call = None
+            self._cond.notify_all()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()

@@ -1,0 +1,340 @@
+"""The producer: batches per queue, one Send RPC per batch, futures for results.
+
+Messages for the same queue leave in the order ``send`` was called: each queue has at
+most one batch in flight, and a batch that fails with a retryable status (the shard is
+restarting, or the route is stale) is sent again before anything behind it. A retried
+batch may have been stored the first time, so delivery is at least once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+
+import grpc
+
+from rmq import errors
+from rmq.client.client import Client
+from rmq.client.errors import RETRYABLE, BrokerError, from_rpc_error
+from rmq.client.messages import SendResult
+from rmq.proto.v1 import broker_pb2 as pb
+
+QueueKey = tuple[str, int]
+# Bytes counted per message besides its body (keys, tags, framing), for the limits.
+_MESSAGE_OVERHEAD = 64
+
+
+class _Batch:
+    __slots__ = ("bytes", "created", "first_sent", "futures", "key", "refresh_route", "request")
+
+    def __init__(self, key: QueueKey) -> None:
+        self.key = key
+        self.request = pb.SendRequest(topic=key[0], queue_id=key[1])
+        self.futures: list[Future[SendResult]] = []
+        self.bytes = 0
+        self.created = time.monotonic()
+        self.first_sent = 0.0
+        self.refresh_route = False
+
+
+class Producer:
+    """Thread-safe. Make one with :meth:`rmq.Client.producer`.
+
+    ``batch_max_messages`` and ``batch_max_bytes`` bound one batch; ``linger_ms`` is how
+    long a batch that is not full waits for more messages; ``max_buffered_bytes`` makes
+    ``send`` block when that much is waiting; ``retry_timeout`` (seconds, default the
+    client's) bounds how long a batch is retried while a shard is unavailable.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        batch_max_messages: int = 512,
+        batch_max_bytes: int = 1024 * 1024,
+        linger_ms: float = 5.0,
+        max_buffered_bytes: int = 64 * 1024 * 1024,
+        retry_timeout: float | None = None,
+    ) -> None:
+        if batch_max_messages < 1 or batch_max_bytes < 1:
+            raise errors.InvalidArgumentError("batch limits must be positive", "batch")
+        self._client = client
+        self._batch_max_messages = batch_max_messages
+        self._batch_max_bytes = batch_max_bytes
+        self._linger = linger_ms / 1000
+        self._max_buffered = max_buffered_bytes
+        self._retry_timeout = client.retry_timeout if retry_timeout is None else retry_timeout
+        self._cond = threading.Condition()
+        self._waiting: dict[QueueKey, deque[_Batch]] = {}
+        self._inflight: set[QueueKey] = set()
+        self._retries: dict[QueueKey, tuple[_Batch, float]] = {}
+        self._buffered = 0
+        self._pending = 0
+        self._flushing = 0
+        self._closed = False
+        self._next_queue: dict[str, int] = {}
+        self._sender = threading.Thread(target=self._run, name="rmq-producer", daemon=True)
+        self._sender.start()
+
+    # ---- public API ----
+
+    def send(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        tags: str | None = None,
+        keys: str | Sequence[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+        sharding_key: str | bytes | None = None,
+        queue_id: int | None = None,
+    ) -> Future[SendResult]:
+        """Queue one message; the future resolves once the broker stored it.
+
+        The queue is ``queue_id`` if given, else chosen by ``sharding_key`` (the same
+        key always goes to the same queue, so its messages stay in order), else
+        round-robin.
+        """
+        future: Future[SendResult] = Future()
+        if self._closed:
+            raise errors.StoreClosedError("the producer is closed")
+        try:
+            queue = self._choose_queue(topic, sharding_key, queue_id)
+        except BrokerError as error:
+            future.set_exception(error)
+            return future
+        if isinstance(keys, str):
+            keys = [keys]
+        size = len(body) + _MESSAGE_OVERHEAD
+        key = (topic, queue)
+        with self._cond:
+            while self._buffered > 0 and self._buffered + size > self._max_buffered:
+                self._cond.wait()
+            batches = self._waiting.get(key)
+            if batches is None:
+                batches = self._waiting[key] = deque()
+            batch = batches[-1] if batches else None
+            if batch is None or self._full(batch, size):
+                batch = _Batch(key)
+                batches.append(batch)
+                self._cond.notify()
+            message = batch.request.messages.add(
+                body=body, keys=keys or (), properties=properties or {}
+            )
+            if tags is not None:
+                message.tags = tags
+            batch.futures.append(future)
+            batch.bytes += size
+            self._buffered += size
+            self._pending += 1
+            if self._full(batch, 0):
+                self._cond.notify()
+        return future
+
+    def send_sync(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        tags: str | None = None,
+        keys: str | Sequence[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+        sharding_key: str | bytes | None = None,
+        queue_id: int | None = None,
+        timeout: float | None = None,
+    ) -> SendResult:
+        """``send`` and wait for the result (sent at once, without lingering)."""
+        future = self.send(
+            topic, body, tags=tags, keys=keys, properties=properties,
+            sharding_key=sharding_key, queue_id=queue_id,
+        )  # fmt: skip
+        with self._cond:
+            self._flushing += 1
+            self._cond.notify()
+        try:
+            return future.result(timeout)
+        finally:
+            with self._cond:
+                self._flushing -= 1
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Send everything queued now and wait until each has a result; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                while self._pending:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._cond.wait(remaining)
+                return True
+            finally:
+                self._flushing -= 1
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flush, then stop the sender thread. Messages still unsent after ``timeout``
+        fail with ``StoreClosedError``."""
+        if self._closed:
+            return
+        self.flush(timeout)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._sender.join(timeout)
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
+
+    # ---- internals ----
+
+    def _full(self, batch: _Batch, extra: int) -> bool:
+        return len(batch.futures) >= self._batch_max_messages or (
+            batch.futures != [] and batch.bytes + extra > self._batch_max_bytes
+        )
+
+    def _choose_queue(
+        self, topic: str, sharding_key: str | bytes | None, queue_id: int | None
+    ) -> int:
+        if queue_id is not None:
+            return queue_id
+        count = len(self._client.route(topic).queues)
+        if sharding_key is not None:
+            raw = sharding_key.encode() if isinstance(sharding_key, str) else sharding_key
+            return zlib.crc32(raw) % count
+        with self._cond:
+            queue = self._next_queue.get(topic, 0) % count
+            self._next_queue[topic] = queue + 1
+        return queue
+
+    def _due(self) -> tuple[list[_Batch], bool]:
+        """Batches to send now, and whether the sender should exit. Called under the lock;
+        waits when nothing is due."""
+        while True:
+            now = time.monotonic()
+            due: list[_Batch] = []
+            wake: float | None = None
+            for key, (batch, at) in list(self._retries.items()):
+                if now >= at or self._closed:
+                    due.append(batch)
+                    del self._retries[key]
+                else:
+                    wake = at if wake is None else min(wake, at)
+            for key, batches in list(self._waiting.items()):
+                if key in self._inflight or not batches:
+                    continue
+                batch = batches[0]
+                if (
+                    self._flushing
+                    or self._closed
+                    or len(batches) > 1
+                    or self._full(batch, 0)
+                    or now - batch.created >= self._linger
+                ):
+                    batches.popleft()
+                    if not batches:
+                        del self._waiting[key]
+                    self._inflight.add(key)
+                    due.append(batch)
+                else:
+                    at = batch.created + self._linger
+                    wake = at if wake is None else min(wake, at)
+            if due:
+                return due, False
+            if self._closed and not self._waiting and not self._inflight and not self._retries:
+                return [], True
+            self._cond.wait(None if wake is None else max(wake - now, 0.0005))
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                due, done = self._due()
+            if done:
+                return
+            for batch in due:
+                self._dispatch(batch)
+
+    def _dispatch(self, batch: _Batch) -> None:
+        topic, queue_id = batch.key
+        if not batch.first_sent:
+            batch.first_sent = time.monotonic()
+        try:
+            route = self._client.route(topic, refresh=batch.refresh_route)
+            if queue_id >= len(route.queues):
+                route = self._client.route(topic, refresh=True)
+            if queue_id >= len(route.queues) or queue_id < 0:
+                raise errors.InvalidArgumentError(
+                    f"queue {queue_id} does not exist; topic {topic!r} has "
+                    f"{len(route.queues)} queues",
+                    "queue_id",
+                )
+            stub = self._client.shard_stub(route.queues[queue_id].endpoint)
+            call = stub.Send.future(
+                batch.request, timeout=self._client.timeout, metadata=self._client.metadata
+            )
+        except Exception as error:
+            if isinstance(error, BrokerError) and error.code in RETRYABLE:
+                self._retry_or_fail(batch, error)
+            else:
+                self._finish(batch, None, error)
+            return
+        call.add_done_callback(lambda done: self._on_done(batch, done))
+
+    def _on_done(self, batch: _Batch, call: grpc.Future[pb.SendResponse]) -> None:
+        try:
+            response = call.result()
+        except grpc.RpcError as error:
+            failure = from_rpc_error(error, f"send to {batch.key[0]}/{batch.key[1]}")
+            if failure.code in RETRYABLE:
+                self._retry_or_fail(batch, failure)
+            else:
+                self._finish(batch, None, failure)
+            return
+        except Exception as error:  # cancelled or a local failure
+            self._finish(batch, None, error)
+            return
+        self._finish(batch, response, None)
+
+    def _retry_or_fail(self, batch: _Batch, error: BrokerError) -> None:
+        now = time.monotonic()
+        if now - batch.first_sent >= self._retry_timeout or self._closed:
+            self._finish(batch, None, error)
+            return
+        batch.refresh_route = True
+        with self._cond:
+            self._retries[batch.key] = (batch, now + 0.2)
+            self._cond.notify()
+
+    def _finish(
+        self, batch: _Batch, response: pb.SendResponse | None, error: BaseException | None
+    ) -> None:
+        topic, queue_id = batch.key
+        if response is not None and len(response.msg_ids) == len(batch.futures):
+            for i, future in enumerate(batch.futures):
+                future.set_result(
+                    SendResult(
+                        topic=topic,
+                        queue_id=queue_id,
+                        queue_offset=response.queue_offsets[i],
+                        msg_id=response.msg_ids[i],
+                        commitlog_offset=response.commitlog_offsets[i],
+                        store_timestamp=response.store_timestamps[i],
+                    )
+                )
+        else:
+            failure = error or BrokerError("the broker answered a batch with a wrong count")
+            for future in batch.futures:
+                future.set_exception(failure)
+        with self._cond:
+            self._inflight.discard(batch.key)
+            self._buffered -= batch.bytes
+            self._pending -= len(batch.futures)
+            self._cond.notify_all()

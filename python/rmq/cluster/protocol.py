@@ -1,0 +1,6 @@
+"""What the supervisor and a shard process agree on, outside gRPC."""
+
+# A shard process prints this and its bound port on stdout once it serves.
+READY_PREFIX = "RMQ-SHARD-READY"
+# The token reaches shard processes through the environment, never the command line.
+TOKEN_ENVIRONMENT = "RMQ_TOKEN"

@@ -1,0 +1,154 @@
+"""One shard process: opens its shard directories, serves the Shard service, stops cleanly.
+
+Started by the supervisor as ``python -m rmq.cluster.shard ...``; not meant to be run by
+hand. It prints ``RMQ-SHARD-READY <port>`` on stdout once its stores are open and its
+server listens, logs to stderr, reads the token from ``RMQ_TOKEN``, stops on SIGTERM or
+SIGINT, and stops by itself when its supervisor goes away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grpc_health.v1 import health_pb2
+
+import rmq
+from rmq.broker.server import Security, build_server
+from rmq.broker.servicer import SHARD_SERVICE, shard_service
+from rmq.broker.shard_handler import ShardHandler, store_host_for
+from rmq.broker.validation import Limits
+from rmq.cluster.protocol import READY_PREFIX, TOKEN_ENVIRONMENT
+from rmq.cluster.routes import RouteTable
+
+log = logging.getLogger("rmq.shard")
+
+FLUSH_TYPES = {"async": "ASYNC_FLUSH", "sync": "SYNC_FLUSH"}
+EXIT_STORE_FAILED = 3
+
+
+def shard_directory(data_dir: Path, shard: int) -> Path:
+    return data_dir / f"shard-{shard}"
+
+
+def open_store(path: Path, shard: int, flush: str | None, options: dict[str, Any]) -> rmq.Store:
+    """Open one shard directory, asking for the flush mode when the engine offers it."""
+    path.mkdir(parents=True, exist_ok=True)
+    arguments: dict[str, Any] = {"store_host": store_host_for(shard), **options}
+    if flush:
+        arguments["flush_disk_type"] = FLUSH_TYPES[flush]
+    try:
+        return rmq.Store(path, **arguments)
+    except TypeError as error:
+        if flush and "flush_disk_type" in str(error):
+            log.warning("this engine has no flush modes yet; %s uses its default flush", path)
+            del arguments["flush_disk_type"]
+            return rmq.Store(path, **arguments)
+        raise
+
+
+def _watch_parent(parent: int, stop: threading.Event) -> None:
+    while not stop.wait(0.5):
+        if os.getppid() != parent:
+            log.warning("the supervisor (pid %d) is gone; stopping", parent)
+            stop.set()
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m rmq.cluster.shard", description=__doc__)
+    parser.add_argument("--data", type=Path, required=True, help="the broker's data directory")
+    parser.add_argument("--process", type=int, default=0, help="this process's index")
+    parser.add_argument("--shards", required=True, help="comma-separated shard directories")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--routes", type=Path, required=True)
+    parser.add_argument("--flush", choices=sorted(FLUSH_TYPES), default=None)
+    parser.add_argument("--store-options", default="{}", help="JSON object of Store options")
+    parser.add_argument("--limits", default="{}", help="JSON object of Limits fields")
+    parser.add_argument("--tls-cert", type=Path)
+    parser.add_argument("--tls-key", type=Path)
+    parser.add_argument("--max-workers", type=int, default=64)
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    logging.basicConfig(
+        level=args.log_level,
+        format=f"%(asctime)s %(levelname)s shard-{args.process}[%(process)d] %(message)s",
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    shards = [int(s) for s in args.shards.split(",") if s]
+    limits = Limits(**json.loads(args.limits))
+    security = Security(
+        token=os.environ.get(TOKEN_ENVIRONMENT) or None,
+        tls_cert=args.tls_cert.read_bytes() if args.tls_cert else None,
+        tls_key=args.tls_key.read_bytes() if args.tls_key else None,
+    )
+    options = json.loads(args.store_options)
+    stores: dict[int, rmq.Store] = {}
+    try:
+        layouts = RouteTable.load(args.routes).layouts()
+        for shard in shards:
+            path = shard_directory(args.data, shard)
+            started = time.monotonic()
+            stores[shard] = open_store(path, shard, args.flush, options)
+            report = getattr(stores[shard], "recovery_report", None)
+            log.info(
+                "opened %s in %.3f s%s",
+                path,
+                time.monotonic() - started,
+                f"; recovery: {report}" if report is not None else "",
+            )
+        handler = ShardHandler(stores, layouts, limits=limits)
+    except Exception:
+        log.exception("cannot open shard directories %s", shards)
+        for store in stores.values():
+            store.close()
+        return EXIT_STORE_FAILED
+
+    server, port, health = build_server(
+        [shard_service(handler)],
+        host=args.host,
+        port=args.port,
+        security=security,
+        limits=limits,
+        max_workers=args.max_workers,
+    )
+    server.start()
+    health.set("", health_pb2.HealthCheckResponse.SERVING)
+    health.set(SHARD_SERVICE, health_pb2.HealthCheckResponse.SERVING)
+    log.info("serving shards %s on %s:%d", shards, args.host, port)
+    print(f"{READY_PREFIX} {port}", flush=True)
+    threading.Thread(
+        target=_watch_parent, args=(os.getppid(), stop), name="parent-watch", daemon=True
+    ).start()
+
+    stop.wait()
+    log.info("stopping")
+    health.enter_graceful_shutdown()
+    handler.close()
+    server.stop(grace=5).wait()
+    for shard, store in stores.items():
+        try:
+            store.close()
+        except Exception:
+            log.exception("closing shard %d failed", shard)
+    log.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
