@@ -5,11 +5,22 @@ native engine; ``rmq.errors`` holds every exception it raises.
 """
 
 from rmq import errors
-from rmq._rmqcore import Message, PutResult, Store, __version__, body_crc, java_string_hash
+from rmq._rmqcore import (
+    Message,
+    PullResult,
+    PutResult,
+    RecoveryReport,
+    Store,
+    __version__,
+    body_crc,
+    java_string_hash,
+)
 
 __all__ = [
     "Message",
+    "PullResult",
     "PutResult",
+    "RecoveryReport",
     "Store",
     "__version__",
     "body_crc",

@@ -7,6 +7,17 @@ from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import final
 
+__all__ = [
+    "Message",
+    "PullResult",
+    "PutResult",
+    "RecoveryReport",
+    "Store",
+    "__version__",
+    "body_crc",
+    "java_string_hash",
+]
+
 __version__: str
 
 @final
@@ -17,15 +28,15 @@ class Message:
     the store fills in the remaining fields when it reads a message back.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         body: bytes,
         *,
         tags: str | None = None,
         keys: Sequence[str] | None = None,
         properties: Mapping[str, str] | None = None,
         flag: int = 0,
-    ) -> None: ...
+    ) -> Message: ...
     @property
     def topic(self) -> str: ...
     @property
@@ -80,6 +91,49 @@ class PutResult:
     def store_size(self) -> int: ...
 
 @final
+class PullResult:
+    """The answer to ``Store.pull``: messages and where the next pull starts."""
+
+    @property
+    def messages(self) -> list[Message]: ...
+    @property
+    def next_offset(self) -> int:
+        """Queue offset after the last entry examined (tag-filtered ones included)."""
+    @property
+    def min_offset(self) -> int: ...
+    @property
+    def max_offset(self) -> int: ...
+
+@final
+class RecoveryReport:
+    """What opening the store found and did (``Store.recovery_report``)."""
+
+    @property
+    def mode(self) -> str:
+        """``"normal"`` (clean shutdown), ``"abnormal"`` (``abort`` found) or ``"read_only"``."""
+    @property
+    def start_reason(self) -> str: ...
+    @property
+    def scan_start_offset(self) -> int: ...
+    @property
+    def valid_end_offset(self) -> int:
+        """One past the last valid record: the log's end after recovery."""
+    @property
+    def records_scanned(self) -> int: ...
+    @property
+    def bytes_truncated(self) -> int: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def consume_queue_entries_removed(self) -> int: ...
+    @property
+    def records_redispatched(self) -> int: ...
+    @property
+    def records_not_dispatched(self) -> int: ...
+    @property
+    def duration_ms(self) -> float: ...
+
+@final
 class Store:
     """A store directory in RocketMQ's layout, opened for reading and writing.
 
@@ -87,8 +141,8 @@ class Store:
     ``close()``.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: str | PathLike[str],
         *,
         commitlog_segment_size: int = 1073741824,
@@ -97,13 +151,26 @@ class Store:
         max_message_size: int = 4194304,
         default_queue_count: int = 8,
         read_only: bool = False,
-    ) -> None: ...
+        flush_disk_type: str = "ASYNC_FLUSH",
+        flush_interval_ms: int = 500,
+        flush_least_pages: int = 4,
+        flush_thorough_interval_ms: int = 10000,
+        sync_flush_timeout_ms: int = 5000,
+    ) -> Store:
+        """Open or create the store at ``path`` and recover it.
+
+        Segment sizes of an existing store are taken from its files. ``read_only=True``
+        changes nothing on disk and takes no lock (safe beside a running broker).
+        ``flush_disk_type="SYNC_FLUSH"`` makes ``put`` return only once durable.
+        """
     @property
     def path(self) -> str: ...
     @property
     def closed(self) -> bool: ...
     @property
     def read_only(self) -> bool: ...
+    @property
+    def recovery_report(self) -> RecoveryReport: ...
     def put(
         self,
         topic: str,
@@ -142,6 +209,19 @@ class Store:
         the queue's max offset gives an empty list; one below the min or above the max
         raises ``OffsetOutOfRangeError``.
         """
+    def pull(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int = 32,
+        *,
+        tags: str | Sequence[str] | None = None,
+        max_bytes: int | None = None,
+    ) -> PullResult:
+        """Like ``get``, and also says where the next pull starts (for consumers)."""
+    def get_at(self, commitlog_offset: int) -> Message:
+        """The message whose record starts at ``commitlog_offset``."""
     def min_offset(self, topic: str, queue_id: int) -> int: ...
     def max_offset(self, topic: str, queue_id: int) -> int:
         """The next queue offset to be assigned (the number of entries ever written)."""
@@ -157,6 +237,10 @@ class Store:
     def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None: ...
     def commitlog_min_offset(self) -> int: ...
     def commitlog_max_offset(self) -> int: ...
+    def flushed_offset(self) -> int:
+        """Commit-log offset below which every byte is known to be on disk."""
+    def _inject_flush_failure(self, message: str) -> None:
+        """Test hook: the next flush fails as a disk error would."""
     def flush(self) -> None:
         """Flush the commit log and consume queues to disk."""
     def close(self) -> None: ...

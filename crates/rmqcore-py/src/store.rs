@@ -61,10 +61,10 @@ impl PyStore {
     #[pyo3(signature = (
         path,
         *,
-        commitlog_segment_size = 1 << 30,
+        commitlog_segment_size = 1_073_741_824,
         consume_queue_entries_per_file = 300_000,
         store_host = "127.0.0.1:10911",
-        max_message_size = 4 * 1024 * 1024,
+        max_message_size = 4_194_304,
         default_queue_count = 8,
         read_only = false,
         flush_disk_type = "ASYNC_FLUSH",
