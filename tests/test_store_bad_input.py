@@ -1,0 +1,115 @@
+"""Bad input raises the right error, names the argument, and writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rmq
+from rmq.errors import InvalidArgumentError
+
+
+def commit_log_bytes(path: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted((path / "commitlog").glob("*")))
+
+
+BAD_TOPICS = ["", "..", "../escape", "a/b", "a\\b", "a.b", "with space", "tab\t", "é", "x" * 128, "nul\0"]
+
+
+@pytest.mark.parametrize("topic", BAD_TOPICS)
+def test_invalid_topic_names_are_refused(tmp_path: Path, topic: str) -> None:
+    with rmq.Store(tmp_path) as store:
+        before = commit_log_bytes(tmp_path)
+        with pytest.raises(InvalidArgumentError) as raised:
+            store.put(topic, b"x")
+        assert raised.value.argument == "topic"
+        with pytest.raises(InvalidArgumentError):
+            store.create_topic(topic, 1)
+        assert commit_log_bytes(tmp_path) == before
+        assert store.topics() == []
+    assert not any(p.name not in {"commitlog"} for p in (tmp_path / "consumequeue").glob("*"))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"queue_id": -1}, "queue_id"),
+        ({"queue_id": 2**40}, "queue_id"),
+        ({"queue_id": 65536}, "queue_id"),
+        ({"tags": "a\x01b"}, "tags"),
+        ({"tags": "a\x02b"}, "tags"),
+        ({"keys": ["ok", "bad\x02"]}, "keys"),
+        ({"keys": ["two words"]}, "keys"),
+        ({"properties": {"k\x01": "v"}}, "properties"),
+        ({"properties": {"k": "v\x02"}}, "properties"),
+        ({"properties": {"k": ""}}, "properties"),
+        ({"properties": {"TAGS": "x"}}, "properties"),
+        ({"flag": 2**31}, "flag"),
+        ({"born_host": "not-an-address"}, "born_host"),
+    ],
+)
+def test_invalid_message_fields_are_refused(
+    tmp_path: Path, kwargs: dict[str, Any], argument: str
+) -> None:
+    with rmq.Store(tmp_path) as store:
+        with pytest.raises(InvalidArgumentError) as raised:
+            store.put("Topic", b"body", **kwargs)
+        assert raised.value.argument == argument
+        assert argument in str(raised.value)
+        assert store.topics() == []
+    assert commit_log_bytes(tmp_path) == b""
+
+
+def test_oversized_body_is_refused(tmp_path: Path) -> None:
+    with rmq.Store(tmp_path) as store:
+        with pytest.raises(InvalidArgumentError) as raised:
+            store.put("Topic", b"x" * (4 * 1024 * 1024 + 1))
+        assert raised.value.argument == "body"
+        assert "4194304" in str(raised.value)
+    with rmq.Store(tmp_path, max_message_size=100) as store:
+        with pytest.raises(InvalidArgumentError):
+            store.put("Topic", b"x" * 101)
+
+
+def test_a_bad_message_in_a_batch_writes_none_of_it(tmp_path: Path) -> None:
+    with rmq.Store(tmp_path) as store:
+        with pytest.raises(InvalidArgumentError):
+            store.put_batch("Topic", 0, [b"ok", rmq.Message(b"bad", tags="a\x02")])
+        with pytest.raises(InvalidArgumentError):
+            store.put_batch("Topic", 0, [])
+        with pytest.raises(InvalidArgumentError):
+            store.put_batch("Topic", 0, [b"ok", "not bytes"])  # type: ignore[list-item]
+        assert store.topics() == []
+
+
+def test_bad_read_arguments(tmp_path: Path) -> None:
+    with rmq.Store(tmp_path) as store:
+        store.put("Topic", b"x")
+        with pytest.raises(InvalidArgumentError):
+            store.get("Topic", 0, -1)
+        with pytest.raises(InvalidArgumentError):
+            store.get("Topic", -1, 0)
+        with pytest.raises(InvalidArgumentError):
+            store.get("Topic", 0, 0, 0)
+        with pytest.raises(rmq.errors.NotFoundError):
+            store.get("Unknown", 0, 0)
+        with pytest.raises(InvalidArgumentError):
+            store.get("../etc", 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("commitlog_segment_size", 100),
+        ("consume_queue_entries_per_file", 0),
+        ("store_host", "localhost"),
+        ("flush_disk_type", "SOMETIMES"),
+        ("max_message_size", -1),
+    ],
+)
+def test_bad_options_are_refused(tmp_path: Path, option: str, value: Any) -> None:
+    with pytest.raises(InvalidArgumentError) as raised:
+        rmq.Store(tmp_path, **{option: value})
+    assert raised.value.argument == option
