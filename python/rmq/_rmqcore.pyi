@@ -13,6 +13,7 @@ __all__ = [
     "PutResult",
     "RecoveryReport",
     "Store",
+    "VerifyReport",
     "__version__",
     "body_crc",
     "java_string_hash",
@@ -134,6 +135,22 @@ class RecoveryReport:
     def duration_ms(self) -> float: ...
 
 @final
+class VerifyReport:
+    """``Store.verify()``: consume queues compared with a rebuild from the valid log."""
+
+    @property
+    def clean(self) -> bool: ...
+    @property
+    def records_checked(self) -> int: ...
+    @property
+    def entries_checked(self) -> int: ...
+    @property
+    def difference_count(self) -> int: ...
+    @property
+    def differences(self) -> list[tuple[str, str]]:
+        """``(kind, detail)`` pairs, at most 1000; ``difference_count`` counts all."""
+
+@final
 class Store:
     """A store directory in RocketMQ's layout, opened for reading and writing.
 
@@ -239,6 +256,10 @@ class Store:
     def commitlog_max_offset(self) -> int: ...
     def flushed_offset(self) -> int:
         """Commit-log offset below which every byte is known to be on disk."""
+    def verify(self) -> VerifyReport:
+        """Check every record's CRC and every consume-queue entry against the log."""
+    def rebuild_consume_queues(self) -> int:
+        """Delete the consume queues and dispatch the whole log again; returns entries."""
     def _inject_flush_failure(self, message: str) -> None:
         """Test hook: the next flush fails as a disk error would."""
     def flush(self) -> None:

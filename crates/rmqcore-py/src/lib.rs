@@ -3,11 +3,13 @@
 
 use pyo3::prelude::*;
 
+mod decoder;
 mod errors;
 mod functions;
 mod message;
 mod recovery_report;
 mod store;
+mod verify_report;
 
 #[pymodule]
 fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -17,6 +19,10 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyStore>()?;
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<recovery_report::PyRecoveryReport>()?;
+    module.add_class::<verify_report::PyVerifyReport>()?;
+    module.add_class::<decoder::PySegmentDecoder>()?;
+    module.add_class::<decoder::PyDecodedBatch>()?;
+    module.add_class::<decoder::PyColumnBuffer>()?;
     module.add_function(wrap_pyfunction!(functions::java_string_hash, module)?)?;
     module.add_function(wrap_pyfunction!(functions::body_crc, module)?)?;
     Ok(())

@@ -13,6 +13,7 @@ use rmqcore::{FlushMode, MessageDraft, Store, StoreOptions};
 use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{checked_i32, extract_keys, extract_properties, PyMessage, PyPutResult};
 use crate::recovery_report::PyRecoveryReport;
+use crate::verify_report::PyVerifyReport;
 
 #[pyclass(name = "Store", module = "rmq._rmqcore", frozen)]
 pub struct PyStore {
@@ -310,6 +311,16 @@ impl PyStore {
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let store = &self.inner;
         without_gil(py, || store.flush())
+    }
+
+    fn verify(&self, py: Python<'_>) -> PyResult<PyVerifyReport> {
+        let store = &self.inner;
+        without_gil(py, || store.verify()).map(PyVerifyReport::from)
+    }
+
+    fn rebuild_consume_queues(&self, py: Python<'_>) -> PyResult<u64> {
+        let store = &self.inner;
+        without_gil(py, || store.rebuild_consume_queues())
     }
 
     /// Test hook: the next flush fails as a disk error would.

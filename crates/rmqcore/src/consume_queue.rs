@@ -229,9 +229,11 @@ impl ConsumeQueue {
         let mut max = self.max_offset();
         let min = self.min_offset();
         let old_max = max;
+        // Invalid (zeroed) entries are removed too: pages of the queue's tail may have
+        // been lost independently of each other, leaving holes.
         while max > min {
             let entry = self.entry_unchecked(max - 1).expect("entry below max exists");
-            if entry.commitlog_end() <= commitlog_end || entry.is_placeholder() {
+            if entry.is_placeholder() || (entry.is_valid() && entry.commitlog_end() <= commitlog_end) {
                 break;
             }
             max -= 1;

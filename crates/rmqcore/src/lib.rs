@@ -25,12 +25,14 @@ pub mod properties;
 pub mod record;
 pub mod recovery;
 pub mod segment;
+pub mod segment_decoder;
 pub mod segment_queue;
 pub mod store;
 pub mod store_lock;
 pub mod tag_filter;
 pub mod topic;
 pub mod topic_config;
+pub mod verify;
 
 pub use error::{Error, Result};
 pub use message::{MessageDraft, PutResult, StoredMessage};

@@ -115,9 +115,13 @@ pub fn recover(
         }
     };
 
+    // A writable store drops every queue entry from the scan start on and dispatches
+    // those records again: entries past the checkpoint may have holes or point at bytes
+    // that were lost. A read-only store can only hide entries past the valid end.
+    let keep_below = if writable { start } else { valid_end };
     let mut consume_queue_entries_removed = 0;
     for queue in queues.all() {
-        consume_queue_entries_removed += queue.truncate_from_physical(valid_end as i64)?;
+        consume_queue_entries_removed += queue.truncate_from_physical(keep_below as i64)?;
     }
     if writable {
         commit_log.truncate(valid_end)?;

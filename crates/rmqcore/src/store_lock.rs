@@ -5,17 +5,45 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::error::{Error, IoContext, Result};
+
+static LOCKED_IN_THIS_PROCESS: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
 
 #[derive(Debug)]
 pub struct StoreLock {
     _file: File,
+    root: PathBuf,
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        if let Some(locked) = LOCKED_IN_THIS_PROCESS.lock().expect("lock registry").as_mut() {
+            locked.remove(&self.root);
+        }
+    }
 }
 
 impl StoreLock {
     pub fn acquire(root: &Path) -> Result<Self> {
+        let canonical = root.canonicalize().at(root)?;
+        {
+            let mut registry = LOCKED_IN_THIS_PROCESS.lock().expect("lock registry");
+            if !registry.get_or_insert_with(HashSet::new).insert(canonical.clone()) {
+                return Err(Error::Locked { path: root.to_path_buf() });
+            }
+        }
+        Self::acquire_file(root).map(|file| StoreLock { _file: file, root: canonical.clone() }).inspect_err(|_| {
+            if let Some(locked) = LOCKED_IN_THIS_PROCESS.lock().expect("lock registry").as_mut() {
+                locked.remove(&canonical);
+            }
+        })
+    }
+
+    fn acquire_file(root: &Path) -> Result<File> {
         let path = root.join("lock");
         let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).at(&path)?;
         // SAFETY: a zeroed flock is a valid value; fields are set below.
@@ -35,6 +63,6 @@ impl StoreLock {
         }
         file.write_all(b"lock").at(&path)?;
         file.sync_data().at(&path)?;
-        Ok(StoreLock { _file: file })
+        Ok(file)
     }
 }

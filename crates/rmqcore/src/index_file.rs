@@ -1,0 +1,549 @@
+//! One RocketMQ index file (format §3): a hash index from `topic#key` to commit-log
+//! offsets, in a fixed-size file under `index/` named by its creation time.
+//!
+//! ```text
+//! offset                         size           field
+//! 0                              8   i64        beginTimestamp  store time of entry 1
+//! 8                              8   i64        endTimestamp    store time of the newest entry
+//! 16                             8   i64        beginPhyOffset  commit-log offset of entry 1
+//! 24                             8   i64        endPhyOffset    commit-log offset of the newest entry
+//! 32                             4   i32        hashSlotCount   slots in use (not the table size)
+//! 36                             4   i32        indexCount      entries + 1 (entry 0 is never used)
+//! 40                             4 × slots      slot table: i32 number of the newest entry of
+//!                                               the slot, 0 = empty
+//! 40 + 4×slots + 20×n            20             entry n (n ≥ 1):
+//!     +0   i32  keyHash    |javaHash(topic + "#" + key)|, Integer.MIN_VALUE → 0
+//!     +4   i64  commit-log offset of the record
+//!     +12  i32  timeDiff   (storeTimestamp − beginTimestamp) / 1000, clamped to [0, i32::MAX]
+//!     +16  i32  prev       the entry this one displaced from its slot, 0 = end of chain
+//! file size = 40 + 4×slots + 20×entries
+//! ```
+//!
+//! Everything is big-endian. A key lives in slot `keyHash mod slots`; the slot's entries
+//! form a chain newest first through `prev`. The file is full when `indexCount` reaches
+//! the entry count, so at most `entries − 1` entries are used. The slot and entry counts
+//! are not stored: the reader must know them (format §3.1).
+//!
+//! Thread safety: one writer at a time (`put_key`, `repair`), any number of readers at
+//! the same time. Every access to the mapping is an aligned atomic load or store of a
+//! 4- or 8-byte word (the layout keeps every field 4-byte aligned and the header 8-byte
+//! aligned), so readers never race the writer in the memory-model sense. An entry is
+//! complete before the slot store (release) that makes it reachable; a reader loads the
+//! slot with acquire, so every entry it reaches by the chain is complete.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::error::{Error, IoContext, Result};
+
+pub const HEADER_SIZE: usize = 40;
+pub const BEGIN_TIMESTAMP_AT: usize = 0;
+pub const END_TIMESTAMP_AT: usize = BEGIN_TIMESTAMP_AT + 8;
+pub const BEGIN_PHY_OFFSET_AT: usize = END_TIMESTAMP_AT + 8;
+pub const END_PHY_OFFSET_AT: usize = BEGIN_PHY_OFFSET_AT + 8;
+pub const HASH_SLOT_COUNT_AT: usize = END_PHY_OFFSET_AT + 8;
+pub const INDEX_COUNT_AT: usize = HASH_SLOT_COUNT_AT + 4;
+const _: () = assert!(INDEX_COUNT_AT + 4 == HEADER_SIZE);
+
+pub const SLOT_SIZE: usize = 4;
+pub const ENTRY_SIZE: usize = 20;
+pub const ENTRY_KEY_HASH_AT: usize = 0;
+pub const ENTRY_PHY_OFFSET_AT: usize = ENTRY_KEY_HASH_AT + 4;
+pub const ENTRY_TIME_DIFF_AT: usize = ENTRY_PHY_OFFSET_AT + 8;
+pub const ENTRY_PREV_AT: usize = ENTRY_TIME_DIFF_AT + 4;
+const _: () = assert!(ENTRY_PREV_AT + 4 == ENTRY_SIZE);
+// Alignment that lets every field be accessed atomically on a page-aligned mapping.
+const _: () = assert!(HEADER_SIZE % 8 == 0 && END_PHY_OFFSET_AT % 8 == 0);
+const _: () = assert!(SLOT_SIZE % 4 == 0 && ENTRY_SIZE % 4 == 0 && ENTRY_PHY_OFFSET_AT % 4 == 0);
+
+/// RocketMQ's defaults (`maxHashSlotNum`, `maxIndexNum`).
+pub const DEFAULT_SLOT_COUNT: u32 = 5_000_000;
+pub const DEFAULT_ENTRY_COUNT: u32 = 20_000_000;
+
+/// Java's `String.hashCode` continued over more text (UTF-16 code units).
+fn java_hash_continue(hash: i32, text: &str) -> i32 {
+    text.encode_utf16().fold(hash, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
+}
+
+/// The hash stored for `topic#key` (format §3.4): the absolute value of Java's hash of
+/// the key string, with Integer.MIN_VALUE (whose absolute value overflows) mapped to 0.
+pub fn index_key_hash(topic: &str, key: &str) -> i32 {
+    let hash = java_hash_continue(java_hash_continue(java_hash_continue(0, topic), "#"), key);
+    hash.checked_abs().unwrap_or(0)
+}
+
+/// The slot and entry counts of a file, which the file itself does not record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexGeometry {
+    pub slot_count: u32,
+    /// RocketMQ's `maxIndexNum`: entry numbers run from 1 to `entry_count − 1`.
+    pub entry_count: u32,
+}
+
+impl Default for IndexGeometry {
+    fn default() -> Self {
+        IndexGeometry { slot_count: DEFAULT_SLOT_COUNT, entry_count: DEFAULT_ENTRY_COUNT }
+    }
+}
+
+impl IndexGeometry {
+    pub fn file_size(&self) -> u64 {
+        HEADER_SIZE as u64 + self.slot_count as u64 * SLOT_SIZE as u64 + self.entry_count as u64 * ENTRY_SIZE as u64
+    }
+
+    pub fn slot_position(&self, slot: u32) -> usize {
+        HEADER_SIZE + slot as usize * SLOT_SIZE
+    }
+
+    pub fn entry_position(&self, number: u32) -> usize {
+        HEADER_SIZE + self.slot_count as usize * SLOT_SIZE + number as usize * ENTRY_SIZE
+    }
+
+    pub fn slot_of(&self, key_hash: i32) -> u32 {
+        key_hash.unsigned_abs() % self.slot_count
+    }
+
+    /// The geometry of an existing file: the configured one when the size matches, else
+    /// RocketMQ's default ratio of four entries per slot, else none.
+    pub fn for_file_size(size: u64, configured: IndexGeometry) -> Option<IndexGeometry> {
+        if size == configured.file_size() {
+            return Some(configured);
+        }
+        let body = size.checked_sub(HEADER_SIZE as u64)?;
+        let per_slot = SLOT_SIZE as u64 + 4 * ENTRY_SIZE as u64;
+        if body == 0 || body % per_slot != 0 {
+            return None;
+        }
+        let slot_count = u32::try_from(body / per_slot).ok()?;
+        Some(IndexGeometry { slot_count, entry_count: slot_count.checked_mul(4)? })
+    }
+}
+
+/// The 40-byte header, decoded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexHeader {
+    pub begin_timestamp: i64,
+    pub end_timestamp: i64,
+    pub begin_phy_offset: i64,
+    pub end_phy_offset: i64,
+    pub hash_slot_count: i32,
+    pub index_count: i32,
+}
+
+/// One 20-byte entry, decoded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub key_hash: i32,
+    pub commitlog_offset: i64,
+    pub time_diff: i32,
+    pub prev: i32,
+}
+
+impl IndexEntry {
+    pub fn encode(&self) -> [u8; ENTRY_SIZE] {
+        let mut bytes = [0u8; ENTRY_SIZE];
+        crate::big_endian::write_i32(&mut bytes, ENTRY_KEY_HASH_AT, self.key_hash);
+        crate::big_endian::write_i64(&mut bytes, ENTRY_PHY_OFFSET_AT, self.commitlog_offset);
+        crate::big_endian::write_i32(&mut bytes, ENTRY_TIME_DIFF_AT, self.time_diff);
+        crate::big_endian::write_i32(&mut bytes, ENTRY_PREV_AT, self.prev);
+        bytes
+    }
+
+    pub fn decode(bytes: &[u8]) -> Self {
+        IndexEntry {
+            key_hash: crate::big_endian::read_i32(bytes, ENTRY_KEY_HASH_AT),
+            commitlog_offset: crate::big_endian::read_i64(bytes, ENTRY_PHY_OFFSET_AT),
+            time_diff: crate::big_endian::read_i32(bytes, ENTRY_TIME_DIFF_AT),
+            prev: crate::big_endian::read_i32(bytes, ENTRY_PREV_AT),
+        }
+    }
+}
+
+/// What `repair` kept of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepairOutcome {
+    /// Entries kept (numbers 1 ..= kept).
+    pub kept: u32,
+    pub removed: u32,
+    /// Set when the scan stopped at an entry that is not a valid continuation of the
+    /// file (torn by a crash) rather than at the cut: the commit-log offset from which
+    /// records must be indexed again (the entries of that record were removed too).
+    pub reindex_from: Option<i64>,
+}
+
+pub struct IndexFile {
+    path: PathBuf,
+    geometry: IndexGeometry,
+    writable: bool,
+    map: MmapRaw,
+    file: File,
+    /// Written since the last flush.
+    dirty: AtomicBool,
+}
+
+impl std::fmt::Debug for IndexFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexFile").field("path", &self.path).field("geometry", &self.geometry).finish()
+    }
+}
+
+impl IndexFile {
+    /// Create a new (sparse, zero) file. As RocketMQ does, the header starts with the
+    /// previous file's end offset and end time as both begin and end, so the first
+    /// entry's time difference is measured from there.
+    pub fn create(path: &Path, geometry: IndexGeometry, previous_end: Option<(i64, i64)>) -> Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).create_new(true).open(path).at(path)?;
+        file.set_len(geometry.file_size()).at(path)?;
+        let map = MmapOptions::new().len(map_length(path, geometry)?).map_raw(&file).at(path)?;
+        let index = IndexFile { path: path.to_path_buf(), geometry, writable: true, map, file, dirty: AtomicBool::new(true) };
+        if let Some((end_phy_offset, end_timestamp)) = previous_end {
+            if end_phy_offset > 0 {
+                index.store_i64(BEGIN_PHY_OFFSET_AT, end_phy_offset, Ordering::Relaxed);
+                index.store_i64(END_PHY_OFFSET_AT, end_phy_offset, Ordering::Relaxed);
+            }
+            if end_timestamp > 0 {
+                index.store_i64(BEGIN_TIMESTAMP_AT, end_timestamp, Ordering::Relaxed);
+                index.store_i64(END_TIMESTAMP_AT, end_timestamp, Ordering::Relaxed);
+            }
+        }
+        // RocketMQ's in-memory count starts at 1 and reaches the file at its first flush.
+        index.store_i32(INDEX_COUNT_AT, 1, Ordering::Release);
+        Ok(index)
+    }
+
+    /// Map an existing file, which must be exactly `geometry.file_size()` bytes.
+    pub fn open(path: &Path, geometry: IndexGeometry, writable: bool) -> Result<Self> {
+        let file = OpenOptions::new().read(true).write(writable).open(path).at(path)?;
+        let length = file.metadata().at(path)?.len();
+        if length != geometry.file_size() {
+            return Err(Error::corrupt(
+                path,
+                0,
+                format!("index file is {length} bytes; {} slots and {} entries need {}", geometry.slot_count, geometry.entry_count, geometry.file_size()),
+            ));
+        }
+        let length = map_length(path, geometry)?;
+        let map = if writable { MmapOptions::new().len(length).map_raw(&file) } else { MmapOptions::new().len(length).map_raw_read_only(&file) }.at(path)?;
+        Ok(IndexFile { path: path.to_path_buf(), geometry, writable, map, file, dirty: AtomicBool::new(false) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn name(&self) -> String {
+        self.path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+
+    pub fn geometry(&self) -> IndexGeometry {
+        self.geometry
+    }
+
+    fn atomic_i32(&self, at: usize) -> &AtomicI32 {
+        assert!(at % 4 == 0 && at + 4 <= self.map.len(), "index field {at} out of bounds or misaligned");
+        // SAFETY: in bounds and 4-byte aligned (the mapping is page-aligned and `at` is a
+        // multiple of 4); the mapping lives as long as `self`; all accesses are atomic.
+        unsafe { &*self.map.as_ptr().add(at).cast::<AtomicI32>() }
+    }
+
+    fn atomic_i64(&self, at: usize) -> &AtomicI64 {
+        assert!(at % 8 == 0 && at + 8 <= HEADER_SIZE, "index header field {at} out of bounds or misaligned");
+        // SAFETY: as above, with 8-byte alignment (only header fields are accessed this way).
+        unsafe { &*self.map.as_ptr().add(at).cast::<AtomicI64>() }
+    }
+
+    fn load_i32(&self, at: usize, order: Ordering) -> i32 {
+        i32::from_be(self.atomic_i32(at).load(order))
+    }
+
+    fn store_i32(&self, at: usize, value: i32, order: Ordering) {
+        assert!(self.writable, "write to a read-only index file");
+        self.atomic_i32(at).store(value.to_be(), order);
+    }
+
+    fn load_i64(&self, at: usize, order: Ordering) -> i64 {
+        i64::from_be(self.atomic_i64(at).load(order))
+    }
+
+    fn store_i64(&self, at: usize, value: i64, order: Ordering) {
+        assert!(self.writable, "write to a read-only index file");
+        self.atomic_i64(at).store(value.to_be(), order);
+    }
+
+    pub fn header(&self) -> IndexHeader {
+        IndexHeader {
+            index_count: self.load_i32(INDEX_COUNT_AT, Ordering::Acquire),
+            begin_timestamp: self.load_i64(BEGIN_TIMESTAMP_AT, Ordering::Relaxed),
+            end_timestamp: self.load_i64(END_TIMESTAMP_AT, Ordering::Relaxed),
+            begin_phy_offset: self.load_i64(BEGIN_PHY_OFFSET_AT, Ordering::Relaxed),
+            end_phy_offset: self.load_i64(END_PHY_OFFSET_AT, Ordering::Relaxed),
+            hash_slot_count: self.load_i32(HASH_SLOT_COUNT_AT, Ordering::Relaxed),
+        }
+    }
+
+    /// The next entry number (RocketMQ reads a stored value ≤ 0 as 1).
+    pub fn index_count(&self) -> u32 {
+        u32::try_from(self.load_i32(INDEX_COUNT_AT, Ordering::Acquire)).unwrap_or(0).max(1)
+    }
+
+    /// Entries in use.
+    pub fn entries(&self) -> u32 {
+        self.index_count().min(self.geometry.entry_count) - 1
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.index_count() >= self.geometry.entry_count
+    }
+
+    pub fn slot(&self, slot: u32) -> i32 {
+        self.load_i32(self.geometry.slot_position(slot), Ordering::Acquire)
+    }
+
+    /// Entry `number`, which the caller reached through a slot or chain (or knows to be
+    /// below `index_count`).
+    pub fn entry(&self, number: u32) -> IndexEntry {
+        let at = self.geometry.entry_position(number);
+        let high = self.load_i32(at + ENTRY_PHY_OFFSET_AT, Ordering::Relaxed) as u32;
+        let low = self.load_i32(at + ENTRY_PHY_OFFSET_AT + 4, Ordering::Relaxed) as u32;
+        IndexEntry {
+            key_hash: self.load_i32(at + ENTRY_KEY_HASH_AT, Ordering::Relaxed),
+            commitlog_offset: ((u64::from(high) << 32) | u64::from(low)) as i64,
+            time_diff: self.load_i32(at + ENTRY_TIME_DIFF_AT, Ordering::Relaxed),
+            prev: self.load_i32(at + ENTRY_PREV_AT, Ordering::Relaxed),
+        }
+    }
+
+    fn write_entry(&self, number: u32, entry: &IndexEntry) {
+        let at = self.geometry.entry_position(number);
+        let offset = entry.commitlog_offset as u64;
+        self.store_i32(at + ENTRY_KEY_HASH_AT, entry.key_hash, Ordering::Relaxed);
+        self.store_i32(at + ENTRY_PHY_OFFSET_AT, (offset >> 32) as u32 as i32, Ordering::Relaxed);
+        self.store_i32(at + ENTRY_PHY_OFFSET_AT + 4, offset as u32 as i32, Ordering::Relaxed);
+        self.store_i32(at + ENTRY_TIME_DIFF_AT, entry.time_diff, Ordering::Relaxed);
+        self.store_i32(at + ENTRY_PREV_AT, entry.prev, Ordering::Relaxed);
+    }
+
+    /// Add one key (format §3.4 "putKey", in the same order of effects). Returns false,
+    /// changing nothing, when the file is full. One writer at a time.
+    pub fn put_key(&self, key_hash: i32, commitlog_offset: i64, store_timestamp: i64) -> bool {
+        let count = self.index_count();
+        if count >= self.geometry.entry_count {
+            return false;
+        }
+        let slot_at = self.geometry.slot_position(self.geometry.slot_of(key_hash));
+        let mut previous = self.load_i32(slot_at, Ordering::Relaxed);
+        if previous <= 0 || previous as u32 > count {
+            previous = 0;
+        }
+        let begin_timestamp = self.load_i64(BEGIN_TIMESTAMP_AT, Ordering::Relaxed);
+        let time_diff = if begin_timestamp <= 0 {
+            0
+        } else {
+            let seconds = (store_timestamp - begin_timestamp) / 1000;
+            i32::try_from(seconds.max(0)).unwrap_or(i32::MAX)
+        };
+        self.write_entry(count, &IndexEntry { key_hash, commitlog_offset, time_diff, prev: previous });
+        self.store_i32(slot_at, count as i32, Ordering::Release);
+        if count <= 1 {
+            self.store_i64(BEGIN_PHY_OFFSET_AT, commitlog_offset, Ordering::Relaxed);
+            self.store_i64(BEGIN_TIMESTAMP_AT, store_timestamp, Ordering::Relaxed);
+        }
+        if previous == 0 {
+            let used = self.load_i32(HASH_SLOT_COUNT_AT, Ordering::Relaxed);
+            self.store_i32(HASH_SLOT_COUNT_AT, used.wrapping_add(1), Ordering::Relaxed);
+        }
+        self.store_i64(END_PHY_OFFSET_AT, commitlog_offset, Ordering::Relaxed);
+        self.store_i64(END_TIMESTAMP_AT, store_timestamp, Ordering::Relaxed);
+        self.store_i32(INDEX_COUNT_AT, count as i32 + 1, Ordering::Release);
+        self.dirty.store(true, Ordering::Release);
+        true
+    }
+
+    /// Walk the chain of `key_hash`'s slot, newest entry first, until `visit` says stop.
+    /// Every step goes to a strictly older entry, so a damaged file cannot loop.
+    pub fn walk_chain(&self, key_hash: i32, mut visit: impl FnMut(u32, IndexEntry) -> std::ops::ControlFlow<()>) {
+        let mut number = self.slot(self.geometry.slot_of(key_hash));
+        while number > 0 && (number as u32) < self.geometry.entry_count {
+            let entry = self.entry(number as u32);
+            if visit(number as u32, entry).is_break() || entry.prev >= number {
+                break;
+            }
+            number = entry.prev;
+        }
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.dirty.load(Ordering::Acquire)
+    }
+
+    /// msync the whole file if anything was written since the last flush.
+    pub fn flush(&self) -> Result<()> {
+        if !self.writable || !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.map.flush().at(&self.path).inspect_err(|_| self.dirty.store(true, Ordering::Release))
+    }
+
+    /// Make the file hold exactly its entries for records below `cut`, as if those had
+    /// been its only puts; used by recovery after an unclean shutdown.
+    ///
+    /// The slot table is rebuilt from the entries rather than trusted: after a power loss
+    /// any page written since the last flush may or may not have reached the disk, so a
+    /// slot can point at an entry that was lost. Entries are scanned from 1 and kept while
+    /// each is a valid continuation (its `prev` is the newest earlier entry of its slot,
+    /// offsets do not go backwards, the record lies below `cut`); everything after is
+    /// zeroed. `store_time_of` gives a kept record's store time for the header.
+    pub fn repair(&self, cut: i64, store_time_of: impl Fn(i64) -> Option<i64>) -> Result<RepairOutcome> {
+        let geometry = self.geometry;
+        let scan_end = self.index_count().min(geometry.entry_count);
+        let mut slots = vec![0i32; geometry.slot_count as usize];
+        let mut last_offset = i64::MIN;
+        let mut kept = 0u32;
+        let mut torn = false;
+        for number in 1..scan_end {
+            let entry = self.entry(number);
+            if entry.commitlog_offset >= cut {
+                break;
+            }
+            let slot = geometry.slot_of(entry.key_hash) as usize;
+            let valid = entry.key_hash >= 0
+                && entry.time_diff >= 0
+                && entry.commitlog_offset >= 0
+                && entry.commitlog_offset >= last_offset
+                && entry.prev == slots[slot];
+            if !valid {
+                torn = true;
+                break;
+            }
+            slots[slot] = number as i32;
+            last_offset = entry.commitlog_offset;
+            kept = number;
+        }
+        let mut reindex_from = None;
+        if torn && kept > 0 {
+            // The record whose entries end the valid prefix may have lost later keys:
+            // drop all of its entries so that it is indexed again as a whole.
+            reindex_from = Some(last_offset);
+            while kept > 0 && self.entry(kept).commitlog_offset == last_offset {
+                let entry = self.entry(kept);
+                slots[geometry.slot_of(entry.key_hash) as usize] = entry.prev;
+                kept -= 1;
+            }
+        }
+        let removed = scan_end.saturating_sub(1).saturating_sub(kept);
+
+        let mut used = 0i32;
+        for (slot, value) in slots.iter().enumerate() {
+            if *value != 0 {
+                used += 1;
+            }
+            let at = geometry.slot_position(slot as u32);
+            if self.load_i32(at, Ordering::Relaxed) != *value {
+                self.store_i32(at, *value, Ordering::Relaxed);
+            }
+        }
+        self.zero_from(geometry.entry_position(kept + 1))?;
+        let header = self.header();
+        let (begin_offset, end_offset) =
+            if kept > 0 { (self.entry(1).commitlog_offset, self.entry(kept).commitlog_offset) } else { (header.begin_phy_offset, header.begin_phy_offset) };
+        let begin_time = if kept > 0 { store_time_of(begin_offset).unwrap_or(header.begin_timestamp) } else { header.begin_timestamp };
+        let end_time = if kept > 0 { store_time_of(end_offset).unwrap_or(begin_time) } else { begin_time };
+        self.store_i64(BEGIN_TIMESTAMP_AT, begin_time, Ordering::Relaxed);
+        self.store_i64(END_TIMESTAMP_AT, end_time, Ordering::Relaxed);
+        self.store_i64(BEGIN_PHY_OFFSET_AT, begin_offset, Ordering::Relaxed);
+        self.store_i64(END_PHY_OFFSET_AT, end_offset, Ordering::Relaxed);
+        self.store_i32(HASH_SLOT_COUNT_AT, used, Ordering::Relaxed);
+        self.store_i32(INDEX_COUNT_AT, kept as i32 + 1, Ordering::Release);
+        self.dirty.store(true, Ordering::Release);
+        self.flush()?;
+        Ok(RepairOutcome { kept, removed, reindex_from })
+    }
+
+    /// Zero every byte from `position` (4-aligned) to the end: the partial page word by
+    /// word, the rest by punching a hole, so stale entries can never be read as valid.
+    fn zero_from(&self, position: usize) -> Result<()> {
+        const PAGE: usize = 4096;
+        let size = self.map.len();
+        let page_end = position.div_ceil(PAGE).saturating_mul(PAGE).min(size);
+        for at in (position..page_end).step_by(4) {
+            self.store_i32(at, 0, Ordering::Relaxed);
+        }
+        if page_end >= size {
+            return Ok(());
+        }
+        // SAFETY: plain syscall on a descriptor we own; the range lies inside the file.
+        let status = unsafe {
+            libc::fallocate(
+                std::os::fd::AsRawFd::as_raw_fd(&self.file),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                page_end as libc::off_t,
+                (size - page_end) as libc::off_t,
+            )
+        };
+        if status != 0 {
+            // No hole punching here: clear the words that are not zero yet.
+            for at in (page_end..size).step_by(4) {
+                if self.load_i32(at, Ordering::Relaxed) != 0 {
+                    self.store_i32(at, 0, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn map_length(path: &Path, geometry: IndexGeometry) -> Result<usize> {
+    usize::try_from(geometry.file_size()).map_err(|_| Error::corrupt(path, 0, "index file too large to map"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_match_the_format_vectors() {
+        assert_eq!(index_key_hash("TopicTest", "key1"), 1_655_984_460);
+        assert_eq!(IndexGeometry::default().slot_of(index_key_hash("TopicTest", "key1")), 984_460);
+        // "polygenelubricants" hashes to Integer.MIN_VALUE; split anywhere it is the same string.
+        assert_eq!(java_hash_continue(0, "polygenelubricants"), i32::MIN);
+        assert_eq!(java_hash_continue(java_hash_continue(0, "polygene"), "lubricants"), i32::MIN);
+        assert_eq!(index_key_hash("T", "Aa"), index_key_hash("T", "BB"));
+    }
+
+    #[test]
+    fn entries_round_trip() {
+        let entry = IndexEntry { key_hash: 7, commitlog_offset: 0x0102_0304_0506_0708, time_diff: 9, prev: 3 };
+        assert_eq!(IndexEntry::decode(&entry.encode()), entry);
+    }
+
+    #[test]
+    fn geometry_is_inferred_from_the_default_ratio() {
+        let configured = IndexGeometry { slot_count: 7, entry_count: 50 };
+        assert_eq!(IndexGeometry::for_file_size(configured.file_size(), configured), Some(configured));
+        assert_eq!(IndexGeometry::default().file_size(), 420_000_040);
+        assert_eq!(IndexGeometry::for_file_size(420_000_040, configured), Some(IndexGeometry::default()));
+        assert_eq!(IndexGeometry::for_file_size(41, configured), None);
+    }
+
+    #[test]
+    fn chains_link_newest_first_and_fill_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let geometry = IndexGeometry { slot_count: 2, entry_count: 4 };
+        let file = IndexFile::create(&dir.path().join("f"), geometry, None).unwrap();
+        assert!(file.put_key(4, 100, 1_000));
+        assert!(file.put_key(1, 200, 2_000));
+        assert!(file.put_key(6, 300, 5_000));
+        assert!(!file.put_key(8, 400, 6_000));
+        let mut seen = Vec::new();
+        file.walk_chain(8, |number, entry| {
+            seen.push((number, entry.commitlog_offset, entry.time_diff));
+            std::ops::ControlFlow::Continue(())
+        });
+        assert_eq!(seen, vec![(3, 300, 4), (1, 100, 0)]);
+        let header = file.header();
+        assert_eq!((header.index_count, header.hash_slot_count, header.end_phy_offset), (4, 2, 300));
+    }
+}

@@ -1,0 +1,363 @@
+//! Decoded records as columns: one plain vector per field, laid out as Apache Arrow lays
+//! out its arrays so that a binding can hand the vectors over without converting them.
+//!
+//! - Variable-length values (text, bytes): `offsets` (i32, `rows + 1` of them, starting
+//!   at 0) and `data`; value `i` is `data[offsets[i]..offsets[i + 1]]`.
+//! - Lists and maps: `offsets` into a child column (for maps, two child columns).
+//! - Booleans and validity: bitmaps, least-significant bit first.
+//!
+//! Text is UTF-8; invalid sequences become U+FFFD, as Java's decoding does. The values
+//! follow `StoredMessage::from_record`: `TAGS` and `KEYS` are lifted out of the
+//! properties, keys are split on spaces, and a repeated property keeps its later value.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::ops::Range;
+
+use crate::properties::{
+    NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR, PROPERTY_TAGS,
+};
+
+use super::SegmentRecord;
+
+/// Variable-length values: Arrow's `string` / `binary` layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VarColumn {
+    pub offsets: Vec<i32>,
+    pub data: Vec<u8>,
+}
+
+impl Default for VarColumn {
+    fn default() -> Self {
+        VarColumn {
+            offsets: vec![0],
+            data: Vec::new(),
+        }
+    }
+}
+
+impl VarColumn {
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn value(&self, index: usize) -> &[u8] {
+        let range = self.offsets[index] as usize..self.offsets[index + 1] as usize;
+        &self.data[range]
+    }
+
+    fn close_value(&mut self) {
+        let end = i32::try_from(self.data.len()).expect("batch limits keep a column under 2 GiB");
+        self.offsets.push(end);
+    }
+
+    pub fn push_bytes(&mut self, bytes: &[u8]) {
+        self.data.extend_from_slice(bytes);
+        self.close_value();
+    }
+
+    /// Push bytes as text, replacing invalid UTF-8.
+    pub fn push_text(&mut self, bytes: &[u8]) {
+        match std::str::from_utf8(bytes) {
+            Ok(_) => self.data.extend_from_slice(bytes),
+            Err(_) => self.data.extend_from_slice(String::from_utf8_lossy(bytes).as_bytes()),
+        }
+        self.close_value();
+    }
+}
+
+/// Bits, least-significant first within each byte (Arrow's bitmap layout).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bitmap {
+    pub bytes: Vec<u8>,
+    pub len: usize,
+}
+
+impl Bitmap {
+    pub fn push(&mut self, bit: bool) {
+        if self.len % 8 == 0 {
+            self.bytes.push(0);
+        }
+        if bit {
+            *self.bytes.last_mut().expect("a byte was pushed") |= 1 << (self.len % 8);
+        }
+        self.len += 1;
+    }
+
+    pub fn get(&self, index: usize) -> bool {
+        self.bytes[index / 8] & (1 << (index % 8)) != 0
+    }
+
+    pub fn count_ones(&self) -> usize {
+        self.bytes.iter().map(|byte| byte.count_ones() as usize).sum()
+    }
+}
+
+/// A list of text values per row: Arrow's `list<string>` layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListColumn {
+    pub offsets: Vec<i32>,
+    pub values: VarColumn,
+}
+
+impl Default for ListColumn {
+    fn default() -> Self {
+        ListColumn {
+            offsets: vec![0],
+            values: VarColumn::default(),
+        }
+    }
+}
+
+impl ListColumn {
+    fn close_row(&mut self) {
+        let end = i32::try_from(self.values.len()).expect("batch limits keep a column under 2 GiB");
+        self.offsets.push(end);
+    }
+}
+
+/// Name/value text pairs per row: Arrow's `map<string, string>` layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapColumn {
+    pub offsets: Vec<i32>,
+    pub names: VarColumn,
+    pub values: VarColumn,
+}
+
+impl Default for MapColumn {
+    fn default() -> Self {
+        MapColumn {
+            offsets: vec![0],
+            names: VarColumn::default(),
+            values: VarColumn::default(),
+        }
+    }
+}
+
+impl MapColumn {
+    fn close_row(&mut self) {
+        let end = i32::try_from(self.names.len()).expect("batch limits keep a column under 2 GiB");
+        self.offsets.push(end);
+    }
+}
+
+/// The text of the last address seen, since a segment holds few distinct hosts.
+#[derive(Debug, Clone, Default)]
+struct HostText {
+    address: Option<SocketAddr>,
+    text: String,
+}
+
+impl HostText {
+    fn text(&mut self, address: SocketAddr) -> &[u8] {
+        if self.address != Some(address) {
+            self.text.clear();
+            write!(self.text, "{address}").expect("writing to a String cannot fail");
+            self.address = Some(address);
+        }
+        self.text.as_bytes()
+    }
+}
+
+/// One column per field of the Spark schema (except the shard name, which the reader
+/// knows); timestamps in milliseconds since the epoch.
+#[derive(Debug, Clone, Default)]
+pub struct ColumnBatch {
+    pub topic: VarColumn,
+    pub queue_id: Vec<i32>,
+    pub queue_offset: Vec<i64>,
+    pub commitlog_offset: Vec<i64>,
+    pub msg_id: VarColumn,
+    pub tags: VarColumn,
+    /// Unset where a record has no (non-empty) `TAGS` property.
+    pub tags_valid: Bitmap,
+    pub keys: ListColumn,
+    pub properties: MapColumn,
+    pub body: VarColumn,
+    pub body_size: Vec<i32>,
+    pub born_timestamp: Vec<i64>,
+    pub store_timestamp: Vec<i64>,
+    pub born_host: VarColumn,
+    pub store_host: VarColumn,
+    pub sys_flag: Vec<i32>,
+    pub flag: Vec<i32>,
+    pub reconsume_times: Vec<i32>,
+    pub crc_ok: Bitmap,
+    /// Unset where CRCs were not verified.
+    pub crc_checked: Bitmap,
+    record_bytes: usize,
+    born_host_text: HostText,
+    store_host_text: HostText,
+    /// Name and value ranges of the current record's properties, reused between rows.
+    scratch: Vec<(Range<usize>, Range<usize>)>,
+}
+
+impl ColumnBatch {
+    pub fn rows(&self) -> usize {
+        self.queue_id.len()
+    }
+
+    /// Total size of the records decoded into this batch.
+    pub fn record_bytes(&self) -> usize {
+        self.record_bytes
+    }
+
+    pub fn push(&mut self, record: &SegmentRecord<'_>) {
+        let view = &record.view;
+        self.topic.push_text(view.topic);
+        self.queue_id.push(view.queue_id);
+        self.queue_offset.push(view.queue_offset);
+        self.commitlog_offset.push(view.physical_offset);
+        push_msg_id(&mut self.msg_id, &view.store_host, view.physical_offset);
+        self.push_properties(view.properties);
+        self.body.push_bytes(view.body);
+        self.body_size
+            .push(i32::try_from(view.body.len()).expect("a record's length is an i32"));
+        self.born_timestamp.push(view.born_timestamp);
+        self.store_timestamp.push(view.store_timestamp);
+        self.born_host.push_bytes(self.born_host_text.text(view.born_host));
+        self.store_host.push_bytes(self.store_host_text.text(view.store_host));
+        self.sys_flag.push(view.sys_flag);
+        self.flag.push(view.flag);
+        self.reconsume_times.push(view.reconsume_times);
+        self.crc_ok.push(record.crc_ok.unwrap_or(false));
+        self.crc_checked.push(record.crc_ok.is_some());
+        self.record_bytes += view.total_size;
+    }
+
+    /// Split the properties (format §1.6) into tags, keys and the rest in one pass.
+    fn push_properties(&mut self, properties: &[u8]) {
+        let mut tags: Option<Range<usize>> = None;
+        let mut keys: Option<Range<usize>> = None;
+        self.scratch.clear();
+        let mut start = 0;
+        loop {
+            let end = properties[start..]
+                .iter()
+                .position(|b| *b == PROPERTY_SEPARATOR)
+                .map_or(properties.len(), |at| start + at);
+            let entry = &properties[start..end];
+            if let Some(split) = entry.iter().position(|b| *b == NAME_VALUE_SEPARATOR) {
+                let name = start..start + split;
+                let value = start + split + 1..end;
+                if !name.is_empty() && !value.is_empty() {
+                    match &properties[name.clone()] {
+                        n if n == PROPERTY_TAGS.as_bytes() => tags = Some(value),
+                        n if n == PROPERTY_KEYS.as_bytes() => keys = Some(value),
+                        n => match self.scratch.iter_mut().find(|(seen, _)| &properties[seen.clone()] == n) {
+                            Some(existing) => existing.1 = value,
+                            None => self.scratch.push((name, value)),
+                        },
+                    }
+                }
+            }
+            if end == properties.len() {
+                break;
+            }
+            start = end + 1;
+        }
+        match tags {
+            Some(range) => {
+                self.tags.push_text(&properties[range]);
+                self.tags_valid.push(true);
+            }
+            None => {
+                self.tags.push_bytes(b"");
+                self.tags_valid.push(false);
+            }
+        }
+        if let Some(range) = keys {
+            for key in properties[range].split(|b| *b == b' ').filter(|key| !key.is_empty()) {
+                self.keys.values.push_text(key);
+            }
+        }
+        self.keys.close_row();
+        for (name, value) in &self.scratch {
+            self.properties.names.push_text(&properties[name.clone()]);
+            self.properties.values.push_text(&properties[value.clone()]);
+        }
+        self.properties.close_row();
+    }
+}
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+
+/// The offset message id (format §1.4), written straight into the column; the same text
+/// as `msg_id::create_msg_id`.
+fn push_msg_id(column: &mut VarColumn, store_host: &SocketAddr, physical_offset: i64) {
+    let mut bytes = [0u8; 28];
+    let ip_length = match store_host.ip() {
+        IpAddr::V4(ip) => {
+            bytes[..4].copy_from_slice(&ip.octets());
+            4
+        }
+        IpAddr::V6(ip) => {
+            bytes[..16].copy_from_slice(&ip.octets());
+            16
+        }
+    };
+    bytes[ip_length..ip_length + 4].copy_from_slice(&i32::from(store_host.port()).to_be_bytes());
+    bytes[ip_length + 4..ip_length + 12].copy_from_slice(&physical_offset.to_be_bytes());
+    for byte in &bytes[..ip_length + 12] {
+        column.data.push(HEX_DIGITS[usize::from(byte >> 4)]);
+        column.data.push(HEX_DIGITS[usize::from(byte & 0xF)]);
+    }
+    column.close_value();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg_id::create_msg_id;
+
+    #[test]
+    fn msg_ids_match_the_engine() {
+        for host in ["192.168.0.10:10911", "[2001:db8::1]:9876"] {
+            let host: SocketAddr = host.parse().unwrap();
+            let mut column = VarColumn::default();
+            push_msg_id(&mut column, &host, 0x1234);
+            assert_eq!(column.value(0), create_msg_id(&host, 0x1234).as_bytes());
+        }
+    }
+
+    #[test]
+    fn bitmaps_are_least_significant_bit_first() {
+        let mut bitmap = Bitmap::default();
+        for bit in [true, false, false, true, false, false, false, false, true] {
+            bitmap.push(bit);
+        }
+        assert_eq!(bitmap.bytes, vec![0b0000_1001, 0b1]);
+        assert_eq!(bitmap.len, 9);
+        assert_eq!(bitmap.count_ones(), 3);
+        assert!(bitmap.get(8));
+    }
+
+    #[test]
+    fn properties_split_like_the_stored_message() {
+        let mut batch = ColumnBatch::default();
+        batch.push_properties(b"a\x01x\x02TAGS\x01t\xC3\xA9\x02\x01y\x02KEYS\x01k1  k2\x02a\x01z\x01w\x02b\x01\x02junk");
+        assert_eq!(batch.tags.value(0), "té".as_bytes());
+        assert!(batch.tags_valid.get(0));
+        assert_eq!(batch.keys.offsets, vec![0, 2]);
+        assert_eq!(batch.keys.values.value(1), b"k2");
+        assert_eq!(batch.properties.offsets, vec![0, 1]);
+        assert_eq!(batch.properties.names.value(0), b"a");
+        assert_eq!(batch.properties.values.value(0), b"z\x01w");
+
+        batch.push_properties(b"");
+        assert!(!batch.tags_valid.get(1));
+        assert_eq!(batch.keys.offsets, vec![0, 2, 2]);
+        assert_eq!(batch.properties.offsets, vec![0, 1, 1]);
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        let mut column = VarColumn::default();
+        column.push_text(b"ok\xFF");
+        assert_eq!(column.value(0), "ok\u{FFFD}".as_bytes());
+    }
+}
