@@ -195,13 +195,14 @@ impl CommitLog {
     }
 
     /// Walk records from `from` (a record boundary) until the data ends or a record is
-    /// invalid, calling `visit` for each valid one. Ignores `write_offset`, so recovery can
-    /// find the end of the log. Returns the offset just past the last valid record.
+    /// invalid, calling `visit` for each valid one; `visit` may reject a record (with a
+    /// reason), which ends the scan there. Ignores `write_offset`, so recovery can find
+    /// the end of the log. Returns the offset just past the last accepted record.
     pub fn scan(
         &self,
         from: u64,
         check_crc: bool,
-        mut visit: impl FnMut(u64, &RecordView<'_>) -> Result<()>,
+        mut visit: impl FnMut(u64, &RecordView<'_>) -> Result<Option<String>>,
     ) -> Result<(u64, ScanEnd)> {
         let mut offset = from;
         loop {
@@ -220,7 +221,9 @@ impl CommitLog {
                         let reason = "record leaves no room for the end-of-segment blank".to_string();
                         return Ok((offset, ScanEnd::Invalid { offset, reason }));
                     }
-                    visit(offset, &view)?;
+                    if let Some(reason) = visit(offset, &view)? {
+                        return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                    }
                     offset += view.total_size as u64;
                 }
                 Ok(Decoded::Blank) => {

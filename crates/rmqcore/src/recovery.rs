@@ -6,6 +6,7 @@
 //! time does not grow with the store. A RocketMQ-written store has no such offset; its
 //! scan starts at the newest segment that RocketMQ's own rules make safe.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::checkpoint::Checkpoint;
@@ -13,6 +14,7 @@ use crate::commit_log::{CommitLog, ScanEnd};
 use crate::consume_queue_table::ConsumeQueueTable;
 use crate::dispatch::{dispatch_to_consume_queue, Dispatched};
 use crate::error::Result;
+use crate::index_service::IndexService;
 use crate::record::{decode_record, Decoded};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +96,7 @@ pub fn recover(
     checkpoint: &Checkpoint,
     abort_file_found: bool,
     writable: bool,
+    index: &IndexService,
 ) -> Result<RecoveryReport> {
     let started = Instant::now();
     let mode = match (writable, abort_file_found) {
@@ -102,10 +105,40 @@ pub fn recover(
         (true, true) => RecoveryMode::Abnormal,
     };
     let (start, start_reason) = scan_start(commit_log, queues, checkpoint, !abort_file_found);
+
+    // A writable store drops every queue entry from the scan start on and dispatches
+    // those records again: entries past the checkpoint may have holes or point at bytes
+    // that were lost.
+    let mut consume_queue_entries_removed = 0;
+    if writable {
+        for queue in queues.all() {
+            consume_queue_entries_removed += queue.truncate_from_physical(start as i64)?;
+        }
+    }
+
+    // Each record must continue its queue exactly: the body CRC does not cover the
+    // header, so a damaged queue id or queue offset shows up here instead.
+    let mut next_queue_offsets: HashMap<(Vec<u8>, i32), i64> = HashMap::new();
     let mut records_scanned = 0u64;
-    let (valid_end, end) = commit_log.scan(start, true, |_, _| {
+    let (valid_end, end) = commit_log.scan(start, true, |_, view| {
         records_scanned += 1;
-        Ok(())
+        if !writable || !view.is_dispatched_to_consume_queue() {
+            return Ok(None);
+        }
+        let key = (view.topic.to_vec(), view.queue_id);
+        let expected = *next_queue_offsets.entry(key).or_insert_with(|| {
+            queues.get(&view.topic_str(), view.queue_id).map_or(view.queue_offset, |queue| queue.max_offset())
+        });
+        if view.queue_offset != expected {
+            return Ok(Some(format!(
+                "queue offset {} of {}/{} does not continue the queue at {expected}",
+                view.queue_offset,
+                view.topic_str(),
+                view.queue_id
+            )));
+        }
+        next_queue_offsets.insert((view.topic.to_vec(), view.queue_id), expected + 1);
+        Ok(None)
     })?;
     // Only an invalid record means there may be data past the valid end.
     let (data_end, stop_reason) = match end {
@@ -115,25 +148,37 @@ pub fn recover(
         }
     };
 
-    // A writable store drops every queue entry from the scan start on and dispatches
-    // those records again: entries past the checkpoint may have holes or point at bytes
-    // that were lost. A read-only store can only hide entries past the valid end.
-    let keep_below = if writable { start } else { valid_end };
-    let mut consume_queue_entries_removed = 0;
-    for queue in queues.all() {
-        consume_queue_entries_removed += queue.truncate_from_physical(keep_below as i64)?;
-    }
     if writable {
         commit_log.truncate(valid_end)?;
     } else {
+        // Read-only: entries past the valid end are hidden, files stay as they are.
+        for queue in queues.all() {
+            consume_queue_entries_removed += queue.truncate_from_physical(valid_end as i64)?;
+        }
         commit_log.set_write_offset(valid_end);
     }
 
+    // The index drops its entries from the scan start on too (`IndexService::recover`);
+    // if a torn file leaves it complete only below an earlier record, it is fed from
+    // there, and the queues still from the scan start.
+    let index_from = if writable {
+        let record_at = |offset: i64| {
+            let view_of = commit_log.read(u64::try_from(offset).ok()?, false).ok()?;
+            let view = view_of.view();
+            Some((view.store_timestamp, view.total_size as i64))
+        };
+        let complete_below = index.recover(start as i64, !abort_file_found, record_at)?.complete_below;
+        u64::try_from(complete_below).unwrap_or(start).max(commit_log.min_offset()).min(start)
+    } else {
+        start
+    };
+
     let mut records_redispatched = 0u64;
     let mut records_not_dispatched = 0u64;
-    commit_log.scan(start, false, |_, view| {
+    commit_log.scan(index_from, false, |offset, view| {
         if writable {
-            if dispatch_to_consume_queue(queues, view)? == Dispatched::Appended {
+            index.dispatch(view)?;
+            if offset >= start && dispatch_to_consume_queue(queues, view)? == Dispatched::Appended {
                 records_redispatched += 1;
             }
         } else if view.is_dispatched_to_consume_queue() {
@@ -143,7 +188,7 @@ pub fn recover(
                 records_not_dispatched += 1;
             }
         }
-        Ok(())
+        Ok(None)
     })?;
 
     Ok(RecoveryReport {

@@ -20,6 +20,8 @@ use crate::consumer_offsets::ConsumerOffsetTable;
 use crate::dispatch::dispatch_to_consume_queue;
 use crate::error::{Error, IoContext, Result};
 use crate::flush_service::FlushService;
+use crate::index_file::IndexGeometry;
+use crate::index_service::IndexService;
 use crate::message::{MessageDraft, PutResult, StoredMessage};
 use crate::msg_id::create_msg_id;
 use crate::options::{FlushMode, StoreOptions, MAX_QUEUE_ID};
@@ -60,6 +62,8 @@ struct StoreInner {
     /// Store time of the newest record, for the checkpoint.
     last_store_timestamp: AtomicI64,
     closed: AtomicBool,
+    /// The message-key index (format §3), fed by dispatch like the queues.
+    index: IndexService,
     recovery_report: RecoveryReport,
 }
 
@@ -95,7 +99,9 @@ impl Store {
         let checkpoint = Checkpoint::load(root)?;
         let topics = TopicConfigTable::load(root)?;
         let offsets = ConsumerOffsetTable::load(root)?;
-        let recovery_report = recover(&commit_log, &queues, &checkpoint, abort_file_found, writable)?;
+        let index_geometry = IndexGeometry { slot_count: options.index_slot_count as u32, entry_count: options.index_entry_count as u32 };
+        let index = IndexService::load(root, index_geometry, writable)?;
+        let recovery_report = recover(&commit_log, &queues, &checkpoint, abort_file_found, writable, &index)?;
         let end = commit_log.write_offset();
         if writable {
             // Present while the store is open; its presence at the next open means the
@@ -116,6 +122,7 @@ impl Store {
             last_store_timestamp: AtomicI64::new(checkpoint.physic_msg_timestamp),
             closed: AtomicBool::new(false),
             recovery_report,
+            index,
             options,
         });
         if writable {
@@ -233,6 +240,7 @@ impl Store {
             for (index, placed) in appended.iter().enumerate() {
                 let record = self.inner.commit_log.read(placed.physical_offset, false)?;
                 dispatch_to_consume_queue(&self.inner.queues, &record.view())?;
+                self.inner.index.dispatch(&record.view())?;
                 results.push(PutResult {
                     msg_id: create_msg_id(&options.store_host, placed.physical_offset as i64),
                     commitlog_offset: placed.physical_offset as i64,
@@ -337,6 +345,40 @@ impl Store {
             next += 1;
         }
         Ok(PullResult { messages, next_offset: next, min_offset: min, max_offset: max })
+    }
+
+    /// Messages of `topic` whose keys or `UNIQ_KEY` include `key`, stored in
+    /// `[begin, end]`, newest first, at most `max_count` (see `lookup.rs`).
+    pub fn query_by_key(&self, topic: &str, key: &str, begin: i64, end: Option<i64>, max_count: usize) -> Result<Vec<StoredMessage>> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        let end = end.unwrap_or(i64::MAX);
+        crate::lookup::query_by_key(&self.inner.commit_log, &self.inner.index, self.readable_end(), topic, key, begin, end, max_count)
+    }
+
+    /// The message a msgId names (see `lookup.rs`).
+    pub fn get_by_msg_id(&self, msg_id: &str) -> Result<StoredMessage> {
+        self.check_open()?;
+        crate::lookup::get_by_msg_id(&self.inner.commit_log, self.readable_end(), msg_id)
+    }
+
+    /// The first queue offset stored at or after `timestamp` (see `lookup.rs`).
+    pub fn offset_for_time(&self, topic: &str, queue_id: i32, timestamp: i64) -> Result<i64> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        let queue = self.inner.queues.get(topic, queue_id);
+        crate::lookup::offset_for_time(&self.inner.commit_log, queue.as_deref(), self.readable_end(), timestamp)
+    }
+
+    pub fn index(&self) -> &IndexService {
+        &self.inner.index
+    }
+
+    /// Compare the index with a rebuild from the valid log; see `index_verify.rs`.
+    pub fn verify_index(&self) -> Result<crate::index_verify::IndexVerification> {
+        self.check_open()?;
+        crate::index_verify::verify_index(&self.inner.index, &self.inner.commit_log, self.readable_end())
     }
 
     /// The record at a commit-log offset.
@@ -472,7 +514,7 @@ impl Store {
             if dispatch_to_consume_queue(&self.inner.queues, view)? == crate::dispatch::Dispatched::Appended {
                 dispatched += 1;
             }
-            Ok(())
+            Ok(None)
         })?;
         self.inner.checkpoint()?;
         Ok(dispatched)
@@ -493,6 +535,7 @@ impl Store {
             return Ok(());
         }
         self.inner.flush.stop();
+        self.inner.index.shutdown();
         if let Some(thread) = self.flush_thread.lock().expect("flush thread lock").take() {
             let _ = thread.join();
         }
@@ -551,12 +594,13 @@ impl StoreInner {
     fn checkpoint(&self) -> Result<()> {
         let dispatched = self.dispatched_offset.load(Ordering::Acquire);
         self.queues.flush()?;
+        self.index.flush()?;
         let safe = self.flush.flushed_offset().min(dispatched);
         let timestamp = self.last_store_timestamp.load(Ordering::Acquire);
         let checkpoint = Checkpoint {
             physic_msg_timestamp: timestamp,
             logics_msg_timestamp: timestamp,
-            index_msg_timestamp: 0,
+            index_msg_timestamp: self.index.sealed_end_timestamp(),
             master_flushed_offset: 0,
             confirm_phy_offset: 0,
             flushed_offset: Some(safe as i64),

@@ -64,11 +64,9 @@ pub fn verify(commit_log: &CommitLog, queues: &ConsumeQueueTable, end: u64) -> R
                         "corrupt_record",
                         format!("{} offset {position} (log offset {offset}): body CRC mismatch: stored {stored}, computed {computed}", segment.path().display()),
                     );
+                    // The layout is intact, so its queue entry can still be checked.
                     match decode_record(bytes, false) {
-                        Ok(Decoded::Record(view)) => {
-                            position += view.total_size;
-                            continue;
-                        }
+                        Ok(Decoded::Record(view)) => view,
                         _ => break,
                     }
                 }
