@@ -6,6 +6,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.Set;
 
 /**
@@ -14,7 +15,7 @@ import java.util.Set;
  * can end up in the JSON.
  */
 public final class Main {
-    private static final Set<String> SIZE_OPTIONS =
+    private static final Set<String> VALUE_OPTIONS =
         Set.of("commitlog-segment-size", "cq-entries-per-file", "index-slots", "index-entries", "out");
 
     private static final String USAGE = String.join("\n",
@@ -59,7 +60,7 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         switch (command) {
             case "write": {
-                Options options = new Options(rest, Set.of("abort"), SIZE_OPTIONS);
+                Options options = new Options(rest, Set.of("abort"), VALUE_OPTIONS);
                 Path root = Path.of(options.positional(0, "STORE_DIR"));
                 Path messages = Path.of(options.positional(1, "MESSAGES.jsonl"));
                 try (PrintStream out = output(options, stdout)) {
@@ -68,7 +69,7 @@ public final class Main {
                 return 0;
             }
             case "dump": {
-                Set<String> names = new java.util.HashSet<>(SIZE_OPTIONS);
+                Set<String> names = new HashSet<>(VALUE_OPTIONS);
                 names.add("keys-from");
                 Options options = new Options(rest, Set.of(), names);
                 Path root = Path.of(options.positional(0, "STORE_DIR"));

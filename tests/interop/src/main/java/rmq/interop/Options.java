@@ -46,10 +46,6 @@ final class Options {
         return positional.get(index);
     }
 
-    int positionalCount() {
-        return positional.size();
-    }
-
     boolean flag(String name) {
         return flags.contains(name);
     }

@@ -1,6 +1,5 @@
 package rmq.interop;
 
-import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -107,7 +106,7 @@ final class StoreLayout {
         return config;
     }
 
-    /** Size of the first regular file found under {@code dir} (any depth). */
+    /** Size of a segment file under {@code dir} (any depth): all of one kind have the same size. */
     private static Optional<Long> firstFileSize(Path dir) throws IOException {
         if (!Files.isDirectory(dir)) {
             return Optional.empty();
@@ -119,7 +118,7 @@ final class StoreLayout {
             if (first.isEmpty()) {
                 return Optional.empty();
             }
-            return Optional.of(new File(first.get().toString()).length());
+            return Optional.of(Files.size(first.get()));
         }
     }
 
