@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::record::{decode_record, encode_blank, encode_record, record_length, Decoded, DecodeError, Placement, RecordInput, RecordView, END_FILE_MIN_BLANK_LENGTH};
+use crate::record::{
+    decode_record, encode_blank, encode_record, record_length, DecodeError, Decoded, Placement,
+    RecordInput, RecordView, END_FILE_MIN_BLANK_LENGTH,
+};
 use crate::segment::Segment;
 use crate::segment_queue::SegmentQueue;
 
@@ -74,7 +77,10 @@ impl CommitLog {
     pub fn load(dir: &Path, segment_size: usize, writable: bool) -> Result<Self> {
         let segments = SegmentQueue::load(dir, segment_size, writable)?;
         let start = segments.first().map_or(0, |segment| segment.start_offset());
-        Ok(CommitLog { segments, write_offset: AtomicU64::new(start) })
+        Ok(CommitLog {
+            segments,
+            write_offset: AtomicU64::new(start),
+        })
     }
 
     pub fn segments(&self) -> &SegmentQueue {
@@ -91,7 +97,9 @@ impl CommitLog {
     }
 
     pub fn min_offset(&self) -> u64 {
-        self.segments.first().map_or_else(|| self.write_offset(), |segment| segment.start_offset())
+        self.segments
+            .first()
+            .map_or_else(|| self.write_offset(), |segment| segment.start_offset())
     }
 
     /// One past the last readable byte.
@@ -129,7 +137,10 @@ impl CommitLog {
         let remaining = segment.size() - position;
         if total + END_FILE_MIN_BLANK_LENGTH > remaining {
             // SAFETY: single writer; bytes at and past write_offset are unpublished.
-            encode_blank(unsafe { segment.bytes_mut(position, END_FILE_MIN_BLANK_LENGTH) }, remaining);
+            encode_blank(
+                unsafe { segment.bytes_mut(position, END_FILE_MIN_BLANK_LENGTH) },
+                remaining,
+            );
             offset = segment.end_offset();
             segment = self.segment_for_append(offset)?;
             position = 0;
@@ -142,8 +153,15 @@ impl CommitLog {
                 store_timestamp,
             };
             // SAFETY: as above; records never overlap.
-            encode_record(unsafe { segment.bytes_mut(position, *length) }, input, placement);
-            appended.push(Appended { physical_offset: offset, size: *length });
+            encode_record(
+                unsafe { segment.bytes_mut(position, *length) },
+                input,
+                placement,
+            );
+            appended.push(Appended {
+                physical_offset: offset,
+                size: *length,
+            });
             position += length;
             offset += *length as u64;
         }
@@ -162,20 +180,20 @@ impl CommitLog {
     pub fn read(&self, offset: u64, check_crc: bool) -> Result<RecordRef> {
         let end = self.write_offset();
         let min = self.min_offset();
+        let out_of_range = Error::OffsetOutOfRange {
+            what: "commit-log",
+            offset: offset as i64,
+            min: min as i64,
+            max: end as i64,
+        };
         if offset < min || offset >= end {
-            return Err(Error::OffsetOutOfRange {
-                what: "commit-log",
-                offset: offset as i64,
-                min: min as i64,
-                max: end as i64,
-            });
+            return Err(out_of_range);
         }
-        let segment = self
-            .segments
-            .find(offset)
-            .ok_or_else(|| Error::OffsetOutOfRange { what: "commit-log", offset: offset as i64, min: min as i64, max: end as i64 })?;
+        let segment = self.segments.find(offset).ok_or(out_of_range)?;
         let position = (offset - segment.start_offset()) as usize;
-        let readable = usize::try_from(end - offset).unwrap_or(usize::MAX).min(segment.size() - position);
+        let readable = usize::try_from(end - offset)
+            .unwrap_or(usize::MAX)
+            .min(segment.size() - position);
         let bytes = segment.bytes(position, readable);
         match decode_record(bytes, check_crc) {
             Ok(Decoded::Record(view)) => {
@@ -183,14 +201,29 @@ impl CommitLog {
                     return Err(Error::corrupt(
                         segment.path(),
                         position as u64,
-                        format!("record says it is at offset {}, found at {offset}", view.physical_offset),
+                        format!(
+                            "record says it is at offset {}, found at {offset}",
+                            view.physical_offset
+                        ),
                     ));
                 }
                 let length = view.total_size;
-                Ok(RecordRef { segment, position, length })
+                Ok(RecordRef {
+                    segment,
+                    position,
+                    length,
+                })
             }
-            Ok(_) => Err(Error::corrupt(segment.path(), position as u64, "no record starts here")),
-            Err(error) => Err(Error::corrupt(segment.path(), position as u64, error.to_string())),
+            Ok(_) => Err(Error::corrupt(
+                segment.path(),
+                position as u64,
+                "no record starts here",
+            )),
+            Err(error) => Err(Error::corrupt(
+                segment.path(),
+                position as u64,
+                error.to_string(),
+            )),
         }
     }
 
@@ -218,7 +251,8 @@ impl CommitLog {
                         return Ok((offset, ScanEnd::Invalid { offset, reason }));
                     }
                     if view.total_size + END_FILE_MIN_BLANK_LENGTH > bytes.len() {
-                        let reason = "record leaves no room for the end-of-segment blank".to_string();
+                        let reason =
+                            "record leaves no room for the end-of-segment blank".to_string();
                         return Ok((offset, ScanEnd::Invalid { offset, reason }));
                     }
                     if let Some(reason) = visit(offset, &view)? {
@@ -229,7 +263,10 @@ impl CommitLog {
                 Ok(Decoded::Blank) => {
                     let declared = crate::big_endian::read_i32(bytes, 0);
                     if usize::try_from(declared).ok() != Some(bytes.len()) {
-                        let reason = format!("blank record says {declared} bytes but {} remain in the segment", bytes.len());
+                        let reason = format!(
+                            "blank record says {declared} bytes but {} remain in the segment",
+                            bytes.len()
+                        );
                         return Ok((offset, ScanEnd::Invalid { offset, reason }));
                     }
                     offset = segment.end_offset();
@@ -238,7 +275,15 @@ impl CommitLog {
                 Err(DecodeError::Truncated { .. }) if bytes.iter().all(|b| *b == 0) => {
                     return Ok((offset, ScanEnd::EndOfData));
                 }
-                Err(error) => return Ok((offset, ScanEnd::Invalid { offset, reason: error.to_string() })),
+                Err(error) => {
+                    return Ok((
+                        offset,
+                        ScanEnd::Invalid {
+                            offset,
+                            reason: error.to_string(),
+                        },
+                    ))
+                }
             }
         }
     }
