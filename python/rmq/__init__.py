@@ -6,10 +6,12 @@ native engine; ``rmq.errors`` holds every exception it raises.
 
 from rmq import errors
 from rmq._rmqcore import (
+    DiskUsage,
     Message,
     PullResult,
     PutResult,
     RecoveryReport,
+    RetentionReport,
     Store,
     VerifyReport,
     __version__,
@@ -18,10 +20,12 @@ from rmq._rmqcore import (
 )
 
 __all__ = [
+    "DiskUsage",
     "Message",
     "PullResult",
     "PutResult",
     "RecoveryReport",
+    "RetentionReport",
     "Store",
     "VerifyReport",
     "__version__",

@@ -3,15 +3,23 @@
 Checked against the compiled module by ``mypy.stubtest`` in the test suite.
 """
 
+import sys
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import final
 
+from rmq.errors import CorruptRecordError
+
 __all__ = [
+    "ColumnBuffer",
+    "DecodedBatch",
+    "DiskUsage",
     "Message",
     "PullResult",
     "PutResult",
     "RecoveryReport",
+    "RetentionReport",
+    "SegmentDecoder",
     "Store",
     "VerifyReport",
     "__version__",
@@ -151,6 +159,40 @@ class VerifyReport:
         """``(kind, detail)`` pairs, at most 1000; ``difference_count`` counts all."""
 
 @final
+class DiskUsage:
+    """How full the filesystem holding the store is."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def total_bytes(self) -> int: ...
+    @property
+    def used_bytes(self) -> int: ...
+    @property
+    def ratio(self) -> float: ...
+    @property
+    def overridden(self) -> bool:
+        """True when the figure comes from the ``_set_disk_usage`` test hook."""
+
+@final
+class RetentionReport:
+    """What a retention run deleted and kept, each with its reason."""
+
+    @property
+    def deleted(self) -> list[tuple[str, int, str]]:
+        """``(segment path, start offset, reason)``, oldest first."""
+    @property
+    def kept(self) -> list[tuple[str, int, str]]: ...
+    @property
+    def commitlog_min_offset(self) -> int: ...
+    @property
+    def consume_queue_files_deleted(self) -> int: ...
+    @property
+    def index_files_deleted(self) -> int: ...
+    @property
+    def disk_usage(self) -> DiskUsage: ...
+
+@final
 class Store:
     """A store directory in RocketMQ's layout, opened for reading and writing.
 
@@ -173,12 +215,24 @@ class Store:
         flush_least_pages: int = 4,
         flush_thorough_interval_ms: int = 10000,
         sync_flush_timeout_ms: int = 5000,
+        index_slot_count: int = 5000000,
+        index_entry_count: int = 20000000,
+        file_reserved_time_ms: int = 259200000,
+        delete_when: str = "04",
+        disk_max_used_space_ratio: float = 0.75,
+        disk_space_clean_forcibly_ratio: float = 0.85,
+        disk_space_warning_level_ratio: float = 0.9,
+        delete_files_batch_max: int = 10,
+        delete_interval_ms: int = 100,
+        retention_check_interval_ms: int = 10000,
     ) -> Store:
         """Open or create the store at ``path`` and recover it.
 
         Segment sizes of an existing store are taken from its files. ``read_only=True``
         changes nothing on disk and takes no lock (safe beside a running broker).
         ``flush_disk_type="SYNC_FLUSH"`` makes ``put`` return only once durable.
+        ``index_slot_count`` and ``index_entry_count`` size new index files (RocketMQ's
+        ``maxHashSlotNum`` and ``maxIndexNum``); existing files keep their size.
         """
     @property
     def path(self) -> str: ...
@@ -239,6 +293,52 @@ class Store:
         """Like ``get``, and also says where the next pull starts (for consumers)."""
     def get_at(self, commitlog_offset: int) -> Message:
         """The message whose record starts at ``commitlog_offset``."""
+    def query_by_key(
+        self,
+        topic: str,
+        key: str,
+        *,
+        begin: int = 0,
+        end: int | None = None,
+        max_count: int = 64,
+    ) -> list[Message]:
+        """Messages of ``topic`` whose keys (or ``UNIQ_KEY`` property) include ``key``.
+
+        Only messages stored in ``[begin, end]`` (store timestamps in ms, inclusive;
+        ``end=None`` means no upper bound), newest first, at most ``max_count``. Results are
+        exact: the index's hash collisions and other topics' keys are filtered out by
+        reading each record. Transaction ROLLBACK records are never indexed. An unknown
+        topic raises ``NotFoundError``; an empty key, ``max_count < 1`` or ``begin > end``
+        raise ``InvalidArgumentError``; a record that fails its checks raises
+        ``CorruptRecordError`` (an empty list always means "no such message").
+        """
+    def get_by_msg_id(self, msg_id: str) -> Message:
+        """The message a msgId (``PutResult.msg_id``, ``Message.msg_id``) names.
+
+        The commit-log offset is decoded from the id and the record there must carry the
+        same id. A malformed id raises ``InvalidArgumentError``; an id naming no record
+        (wrong offset, other store host, removed by retention) raises ``NotFoundError``.
+        """
+    def offset_for_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first queue offset whose message was stored at or after ``timestamp_ms``.
+
+        An empty queue (or one never written) gives its max offset, which then equals its
+        min offset. A time at or before the first message gives the min offset; a time
+        after the last message gives the max offset (where the next message will go).
+        Found by binary search over the queue's store times, which are taken to be
+        non-decreasing. An unknown topic raises ``NotFoundError``.
+        """
+    def _index_files(self) -> list[tuple[str, int, bool, bool]]:
+        """Test hook: index files oldest first as ``(name, entries, full, compacted)``."""
+    def _verify_index(self) -> tuple[int, list[str]]:
+        """Test hook: compare the index with a rebuild from the log.
+
+        Returns ``(entries_checked, differences)``; no differences means they agree.
+        """
+    def _pause_index_compaction(self, paused: bool) -> None:
+        """Test hook: hold back (``True``) or resume compaction of sealed index files."""
+    def _wait_index_compaction(self, timeout_s: float) -> bool:
+        """Test hook: wait until no index file waits for compaction; False on timeout."""
     def min_offset(self, topic: str, queue_id: int) -> int: ...
     def max_offset(self, topic: str, queue_id: int) -> int:
         """The next queue offset to be assigned (the number of entries ever written)."""
@@ -256,6 +356,18 @@ class Store:
     def commitlog_max_offset(self) -> int: ...
     def flushed_offset(self) -> int:
         """Commit-log offset below which every byte is known to be on disk."""
+    def run_retention(self, now_ms: int | None = None) -> RetentionReport:
+        """Delete what retention allows now, as an operator's request.
+
+        Expired segments (not written for ``file_reserved_time_ms``) go whatever the
+        hour; above ``disk_space_clean_forcibly_ratio`` the oldest go even unexpired.
+        Oldest first, never the segment being written, at most ``delete_files_batch_max``
+        per run. ``now_ms`` stands in for the clock. The background thread runs the same
+        at the ``delete_when`` hours or above ``disk_max_used_space_ratio``.
+        """
+    def disk_usage(self) -> DiskUsage: ...
+    def _set_disk_usage(self, ratio: float | None) -> DiskUsage:
+        """Test hook: make the store see ``ratio`` as its disk usage (``None`` to stop)."""
     def verify(self) -> VerifyReport:
         """Check every record's CRC and every consume-queue entry against the log."""
     def rebuild_consume_queues(self) -> int:
@@ -273,3 +385,86 @@ def java_string_hash(text: str) -> int:
 
 def body_crc(body: bytes) -> int:
     """RocketMQ's body CRC: CRC-32 (IEEE) masked with 0x7FFFFFFF."""
+
+@final
+class ColumnBuffer:
+    """One column buffer of a ``DecodedBatch`` in Apache Arrow's layout, owned by the
+    engine and readable without a copy through the buffer protocol (``memoryview``,
+    ``pyarrow.py_buffer``)."""
+
+    def __len__(self) -> int:
+        """Size in bytes."""
+    if sys.version_info >= (3, 12):
+        def __buffer__(self, flags: int, /) -> memoryview: ...
+
+@final
+class DecodedBatch:
+    """Rows decoded by ``SegmentDecoder.decode``, as Arrow column buffers."""
+
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def next_position(self) -> int:
+        """File position where the next ``decode`` call should start."""
+    @property
+    def records_scanned(self) -> int:
+        """Valid records read, including those the filters dropped."""
+    @property
+    def end(self) -> str | None:
+        """Why decoding stopped: ``None`` (the batch is full; call again from
+        ``next_position``), ``"limit"`` (reached ``end``), ``"blank"`` (end-of-segment
+        record), ``"end_of_data"`` (zeros), ``"end_of_file"`` or ``"invalid"``."""
+    @property
+    def error(self) -> CorruptRecordError | None:
+        """For ``end == "invalid"``: the error (not raised) naming the file, the record's
+        position in it and the reason."""
+    @property
+    def nothing_after(self) -> bool:
+        """For ``end == "invalid"``: every byte after the bad record is zero, as a write
+        torn by a crash (or still in progress) leaves the end of the last segment."""
+    @property
+    def columns(self) -> dict[str, tuple[int, list[ColumnBuffer | None]]]:
+        """Column name to ``(length, buffers)``, the buffers in the order
+        ``pyarrow.Array.from_buffers`` takes them (validity first, ``None`` when absent).
+        Children of nested columns are named ``keys.element``, ``properties.key`` and
+        ``properties.value``; timestamps are milliseconds since the epoch; ``body_crc_ok``
+        is ``[validity, values]`` (not valid where CRCs were not verified)."""
+
+@final
+class SegmentDecoder:
+    """A read-only decoder over one commit-log segment file.
+
+    Maps the file read-only, never writes it and takes no lock: safe on a crashed copy
+    and beside a running broker. The segment size is the file's size; the start offset
+    comes from the 20-digit file name unless given.
+    """
+
+    def __new__(
+        cls, path: str | PathLike[str], *, start_offset: int | None = None
+    ) -> SegmentDecoder: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def start_offset(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    def split_points(self, part_size: int) -> list[int]:
+        """File positions, starting with 0, that cut the file into parts of about
+        ``part_size`` bytes on record boundaries (follows the chain of record headers)."""
+    def decode(
+        self,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        verify_crc: bool = True,
+        topics: Sequence[str] | None = None,
+        store_time_min: int | None = None,
+        store_time_max: int | None = None,
+        max_rows: int = 8192,
+        max_bytes: int = 33554432,
+    ) -> DecodedBatch:
+        """Decode the records that start in ``[start, end)`` (``end`` defaults to the file
+        size) until the batch holds ``max_rows`` rows or about ``max_bytes`` record bytes,
+        or reading stops (see ``DecodedBatch.end``). ``topics`` and the inclusive
+        store-time bounds (milliseconds) drop rows but every record is still validated.
+        ``verify_crc`` checks the body CRC and RocketMQ 5's CRC property."""

@@ -8,6 +8,7 @@ mod errors;
 mod functions;
 mod message;
 mod recovery_report;
+mod retention_report;
 mod store;
 mod verify_report;
 
@@ -20,6 +21,8 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<recovery_report::PyRecoveryReport>()?;
     module.add_class::<verify_report::PyVerifyReport>()?;
+    module.add_class::<retention_report::PyRetentionReport>()?;
+    module.add_class::<retention_report::PyDiskUsage>()?;
     module.add_class::<decoder::PySegmentDecoder>()?;
     module.add_class::<decoder::PyDecodedBatch>()?;
     module.add_class::<decoder::PyColumnBuffer>()?;

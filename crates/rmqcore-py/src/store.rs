@@ -7,12 +7,14 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use rmqcore::host::parse_host;
+use rmqcore::options::RetentionOptions;
 use rmqcore::tag_filter::TagFilter;
 use rmqcore::{FlushMode, MessageDraft, Store, StoreOptions};
 
 use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{checked_i32, extract_keys, extract_properties, PyMessage, PyPutResult};
 use crate::recovery_report::PyRecoveryReport;
+use crate::retention_report::{PyDiskUsage, PyRetentionReport};
 use crate::verify_report::PyVerifyReport;
 
 #[pyclass(name = "Store", module = "rmq._rmqcore", frozen)]
@@ -44,7 +46,9 @@ fn tag_filter(py: Python<'_>, tags: Option<&Bound<'_, PyAny>>) -> PyResult<Optio
     if let Ok(text) = tags.extract::<String>() {
         return Ok(TagFilter::new([text]));
     }
-    let list: Vec<String> = tags.extract().map_err(|_| invalid(py, "tags", "must be a string or a sequence of strings"))?;
+    let list: Vec<String> = tags
+        .extract()
+        .map_err(|_| invalid(py, "tags", "must be a string or a sequence of strings"))?;
     Ok(TagFilter::new(list))
 }
 
@@ -73,8 +77,21 @@ impl PyStore {
         flush_least_pages = 4,
         flush_thorough_interval_ms = 10_000,
         sync_flush_timeout_ms = 5_000,
+        index_slot_count = 5_000_000,
+        index_entry_count = 20_000_000,
+        file_reserved_time_ms = 259_200_000,
+        delete_when = "04",
+        disk_max_used_space_ratio = 0.75,
+        disk_space_clean_forcibly_ratio = 0.85,
+        disk_space_warning_level_ratio = 0.90,
+        delete_files_batch_max = 10,
+        delete_interval_ms = 100,
+        retention_check_interval_ms = 10_000,
     ))]
-    #[expect(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -89,23 +106,73 @@ impl PyStore {
         flush_least_pages: i64,
         flush_thorough_interval_ms: i64,
         sync_flush_timeout_ms: i64,
+        index_slot_count: i64,
+        index_entry_count: i64,
+        file_reserved_time_ms: i64,
+        delete_when: &str,
+        disk_max_used_space_ratio: f64,
+        disk_space_clean_forcibly_ratio: f64,
+        disk_space_warning_level_ratio: f64,
+        delete_files_batch_max: i64,
+        delete_interval_ms: i64,
+        retention_check_interval_ms: i64,
     ) -> PyResult<Self> {
+        let retention = RetentionOptions {
+            file_reserved_time_ms: usize_option(py, "file_reserved_time_ms", file_reserved_time_ms)?
+                as u64,
+            delete_when: RetentionOptions::parse_delete_when(delete_when)
+                .map_err(|error| to_py_err(py, error))?,
+            disk_max_used_space_ratio,
+            disk_space_clean_forcibly_ratio,
+            disk_space_warning_level_ratio,
+            delete_files_batch_max: usize_option(
+                py,
+                "delete_files_batch_max",
+                delete_files_batch_max,
+            )?,
+            delete_interval_ms: usize_option(py, "delete_interval_ms", delete_interval_ms)? as u64,
+            check_interval_ms: usize_option(
+                py,
+                "retention_check_interval_ms",
+                retention_check_interval_ms,
+            )? as u64,
+        };
         let options = StoreOptions {
-            commitlog_segment_size: usize_option(py, "commitlog_segment_size", commitlog_segment_size)?,
-            consume_queue_entries_per_file: usize_option(py, "consume_queue_entries_per_file", consume_queue_entries_per_file)?,
-            store_host: parse_host("store_host", store_host).map_err(|error| to_py_err(py, error))?,
+            commitlog_segment_size: usize_option(
+                py,
+                "commitlog_segment_size",
+                commitlog_segment_size,
+            )?,
+            consume_queue_entries_per_file: usize_option(
+                py,
+                "consume_queue_entries_per_file",
+                consume_queue_entries_per_file,
+            )?,
+            store_host: parse_host("store_host", store_host)
+                .map_err(|error| to_py_err(py, error))?,
             max_message_size: usize_option(py, "max_message_size", max_message_size)?,
             default_queue_count: checked_i32(py, "default_queue_count", default_queue_count)?,
             read_only,
             flush_mode: FlushMode::parse(flush_disk_type).map_err(|error| to_py_err(py, error))?,
             flush_interval_ms: usize_option(py, "flush_interval_ms", flush_interval_ms)? as u64,
             flush_least_pages: usize_option(py, "flush_least_pages", flush_least_pages)?,
-            flush_thorough_interval_ms: usize_option(py, "flush_thorough_interval_ms", flush_thorough_interval_ms)? as u64,
-            sync_flush_timeout_ms: usize_option(py, "sync_flush_timeout_ms", sync_flush_timeout_ms)? as u64,
+            flush_thorough_interval_ms: usize_option(
+                py,
+                "flush_thorough_interval_ms",
+                flush_thorough_interval_ms,
+            )? as u64,
+            sync_flush_timeout_ms: usize_option(py, "sync_flush_timeout_ms", sync_flush_timeout_ms)?
+                as u64,
+            index_slot_count: usize_option(py, "index_slot_count", index_slot_count)?,
+            index_entry_count: usize_option(py, "index_entry_count", index_entry_count)?,
+            retention,
         };
         let display = path.display().to_string();
         let store = without_gil(py, || Store::open(&path, options))?;
-        Ok(PyStore { inner: Arc::new(store), path: display })
+        Ok(PyStore {
+            inner: Arc::new(store),
+            path: display,
+        })
     }
 
     #[getter]
@@ -129,7 +196,10 @@ impl PyStore {
     }
 
     #[pyo3(signature = (topic, body, *, queue_id = 0, tags = None, keys = None, properties = None, flag = 0, born_timestamp = None, born_host = None))]
-    #[expect(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
     fn put(
         &self,
         py: Python<'_>,
@@ -151,7 +221,10 @@ impl PyStore {
             properties: extract_properties(py, properties)?,
             flag: checked_i32(py, "flag", flag)?,
             born_timestamp,
-            born_host: born_host.map(|host| parse_host("born_host", host)).transpose().map_err(|error| to_py_err(py, error))?,
+            born_host: born_host
+                .map(|host| parse_host("born_host", host))
+                .transpose()
+                .map_err(|error| to_py_err(py, error))?,
         };
         let store = &self.inner;
         without_gil(py, || store.put(topic, queue_id, &draft)).map(PyPutResult::from)
@@ -167,7 +240,10 @@ impl PyStore {
         born_host: Option<&str>,
     ) -> PyResult<Vec<PyPutResult>> {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
-        let born_host = born_host.map(|host| parse_host("born_host", host)).transpose().map_err(|error| to_py_err(py, error))?;
+        let born_host = born_host
+            .map(|host| parse_host("born_host", host))
+            .transpose()
+            .map_err(|error| to_py_err(py, error))?;
         let items: Vec<Bound<'_, PyAny>> = messages
             .try_iter()
             .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
@@ -182,14 +258,22 @@ impl PyStore {
                 bodies.push(message.get().body.bind(py).clone());
                 metadata.push(Some(message.clone()));
             } else {
-                return Err(invalid(py, "messages", "each message must be bytes or rmq.Message"));
+                return Err(invalid(
+                    py,
+                    "messages",
+                    "each message must be bytes or rmq.Message",
+                ));
             }
         }
         let drafts: Vec<MessageDraft<'_>> = bodies
             .iter()
             .zip(&metadata)
             .map(|(body, message)| match message {
-                None => MessageDraft { body: body.as_bytes(), born_host, ..Default::default() },
+                None => MessageDraft {
+                    body: body.as_bytes(),
+                    born_host,
+                    ..Default::default()
+                },
                 Some(message) => {
                     let message = message.get();
                     MessageDraft {
@@ -224,7 +308,10 @@ impl PyStore {
     }
 
     #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None, max_bytes = None))]
-    #[expect(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
     fn pull(
         &self,
         py: Python<'_>,
@@ -248,6 +335,69 @@ impl PyStore {
         let store = &self.inner;
         let message = without_gil(py, || store.read_at(commitlog_offset))?;
         Ok(PyMessage::from_stored(py, message))
+    }
+
+    #[pyo3(signature = (topic, key, *, begin = 0, end = None, max_count = 64))]
+    fn query_by_key(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        key: &str,
+        begin: i64,
+        end: Option<i64>,
+        max_count: i64,
+    ) -> PyResult<Py<PyList>> {
+        let max_count = usize_option(py, "max_count", max_count)?;
+        let store = &self.inner;
+        let messages = without_gil(py, || store.query_by_key(topic, key, begin, end, max_count))?;
+        messages_to_list(py, messages)
+    }
+
+    fn get_by_msg_id(&self, py: Python<'_>, msg_id: &str) -> PyResult<PyMessage> {
+        let store = &self.inner;
+        let message = without_gil(py, || store.get_by_msg_id(msg_id))?;
+        Ok(PyMessage::from_stored(py, message))
+    }
+
+    fn offset_for_time(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i64,
+        timestamp_ms: i64,
+    ) -> PyResult<i64> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let store = &self.inner;
+        without_gil(py, || store.offset_for_time(topic, queue_id, timestamp_ms))
+    }
+
+    /// Test hook: the index files, oldest first, as (name, entries, full, compacted).
+    fn _index_files(&self) -> Vec<(String, u32, bool, bool)> {
+        self.inner
+            .index()
+            .files()
+            .into_iter()
+            .map(|file| (file.name, file.entries, file.full, file.compacted))
+            .collect()
+    }
+
+    /// Test hook: compare the index with a rebuild from the log: (entries, differences).
+    fn _verify_index(&self, py: Python<'_>) -> PyResult<(u64, Vec<String>)> {
+        let store = &self.inner;
+        let report = without_gil(py, || store.verify_index())?;
+        Ok((report.entries_checked, report.differences))
+    }
+
+    /// Test hook: hold back or resume compaction of sealed index files.
+    fn _pause_index_compaction(&self, paused: bool) {
+        self.inner.index().set_compaction_paused(paused);
+    }
+
+    /// Test hook: wait until no index file waits for compaction; false on timeout.
+    fn _wait_index_compaction(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let index = self.inner.index();
+        let timeout = std::time::Duration::from_secs_f64(timeout_s.max(0.0));
+        py.detach(|| index.wait_for_compaction(timeout))
     }
 
     fn min_offset(&self, py: Python<'_>, topic: &str, queue_id: i64) -> PyResult<i64> {
@@ -284,13 +434,26 @@ impl PyStore {
         without_gil(py, || store.queue_count(topic))
     }
 
-    fn commit_offset(&self, py: Python<'_>, group: &str, topic: &str, queue_id: i64, offset: i64) -> PyResult<()> {
+    fn commit_offset(
+        &self,
+        py: Python<'_>,
+        group: &str,
+        topic: &str,
+        queue_id: i64,
+        offset: i64,
+    ) -> PyResult<()> {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
         let store = &self.inner;
         without_gil(py, || store.commit_offset(group, topic, queue_id, offset))
     }
 
-    fn committed_offset(&self, py: Python<'_>, group: &str, topic: &str, queue_id: i64) -> PyResult<Option<i64>> {
+    fn committed_offset(
+        &self,
+        py: Python<'_>,
+        group: &str,
+        topic: &str,
+        queue_id: i64,
+    ) -> PyResult<Option<i64>> {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
         let store = &self.inner;
         without_gil(py, || store.committed_offset(group, topic, queue_id))
@@ -311,6 +474,23 @@ impl PyStore {
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let store = &self.inner;
         without_gil(py, || store.flush())
+    }
+
+    #[pyo3(signature = (now_ms = None))]
+    fn run_retention(&self, py: Python<'_>, now_ms: Option<i64>) -> PyResult<PyRetentionReport> {
+        let store = &self.inner;
+        without_gil(py, || store.run_retention(now_ms)).map(PyRetentionReport::from)
+    }
+
+    fn disk_usage(&self, py: Python<'_>) -> PyResult<PyDiskUsage> {
+        let store = &self.inner;
+        without_gil(py, || store.disk_usage()).map(PyDiskUsage::from)
+    }
+
+    /// Test hook: make the store see `ratio` as its disk usage (`None` to stop).
+    fn _set_disk_usage(&self, py: Python<'_>, ratio: Option<f64>) -> PyResult<PyDiskUsage> {
+        let store = &self.inner;
+        without_gil(py, || store.set_disk_usage_override(ratio)).map(PyDiskUsage::from)
     }
 
     fn verify(&self, py: Python<'_>) -> PyResult<PyVerifyReport> {
@@ -343,7 +523,15 @@ impl PyStore {
     }
 
     fn __repr__(&self) -> String {
-        format!("Store({:?}{})", self.path, if self.inner.is_closed() { ", closed" } else { "" })
+        format!(
+            "Store({:?}{})",
+            self.path,
+            if self.inner.is_closed() {
+                ", closed"
+            } else {
+                ""
+            }
+        )
     }
 }
 
@@ -361,9 +549,20 @@ impl PyStore {
     ) -> PyResult<rmqcore::PullResult> {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
         let max_count = usize_option(py, "max_count", max_count)?;
-        let max_bytes = max_bytes.map(|limit| usize_option(py, "max_bytes", limit)).transpose()?;
+        let max_bytes = max_bytes
+            .map(|limit| usize_option(py, "max_bytes", limit))
+            .transpose()?;
         let filter = tag_filter(py, tags)?;
         let store = &self.inner;
-        without_gil(py, || store.pull(topic, queue_id, offset, max_count, filter.as_ref(), max_bytes))
+        without_gil(py, || {
+            store.pull(
+                topic,
+                queue_id,
+                offset,
+                max_count,
+                filter.as_ref(),
+                max_bytes,
+            )
+        })
     }
 }

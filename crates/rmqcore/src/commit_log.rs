@@ -75,7 +75,7 @@ impl CommitLog {
     /// Load the segments; `write_offset` stays at the first segment's start until the
     /// caller recovers the log and calls `set_write_offset`.
     pub fn load(dir: &Path, segment_size: usize, writable: bool) -> Result<Self> {
-        let segments = SegmentQueue::load(dir, segment_size, writable)?;
+        let segments = SegmentQueue::load(dir, segment_size, writable, true)?;
         let start = segments.first().map_or(0, |segment| segment.start_offset());
         Ok(CommitLog {
             segments,

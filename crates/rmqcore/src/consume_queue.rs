@@ -74,11 +74,27 @@ impl ConsumeQueue {
     /// Load the queue's files and find its end: the first invalid entry of the last file
     /// (entries are written in order and the rest of a file is zero, so the valid entries
     /// form a prefix and a binary search finds the end).
-    pub fn load(dir: &Path, topic: &str, queue_id: i32, entries_per_file: usize, writable: bool) -> Result<Self> {
-        let segments = SegmentQueue::load(dir, entries_per_file * ENTRY_SIZE, writable)?;
+    pub fn load(
+        dir: &Path,
+        topic: &str,
+        queue_id: i32,
+        entries_per_file: usize,
+        writable: bool,
+    ) -> Result<Self> {
+        let segments = SegmentQueue::load(dir, entries_per_file * ENTRY_SIZE, writable, false)?;
         if segments.segment_size() % ENTRY_SIZE != 0 {
-            let path = segments.first().map(|s| s.path().to_path_buf()).unwrap_or_default();
-            return Err(Error::corrupt(path, 0, format!("consume-queue file size {} is not a multiple of 20", segments.segment_size())));
+            let path = segments
+                .first()
+                .map(|s| s.path().to_path_buf())
+                .unwrap_or_default();
+            return Err(Error::corrupt(
+                path,
+                0,
+                format!(
+                    "consume-queue file size {} is not a multiple of 20",
+                    segments.segment_size()
+                ),
+            ));
         }
         let queue = ConsumeQueue {
             topic: topic.to_string(),
@@ -107,7 +123,9 @@ impl ConsumeQueue {
         let mut max = first_index;
         for segment in segments.iter().rev() {
             let entries = self.entries_per_file() as usize;
-            let valid = |index: usize| CqEntry::decode(segment.bytes(index * ENTRY_SIZE, ENTRY_SIZE)).is_valid();
+            let valid = |index: usize| {
+                CqEntry::decode(segment.bytes(index * ENTRY_SIZE, ENTRY_SIZE)).is_valid()
+            };
             let (mut low, mut high) = (0usize, entries);
             while low < high {
                 let middle = (low + high) / 2;
@@ -123,7 +141,11 @@ impl ConsumeQueue {
             }
         }
         let mut min = first_index;
-        while min < max && self.entry_unchecked(min).is_some_and(|entry| entry.is_placeholder()) {
+        while min < max
+            && self
+                .entry_unchecked(min)
+                .is_some_and(|entry| entry.is_placeholder())
+        {
             min += 1;
         }
         self.min_offset.store(min, Ordering::Release);
@@ -177,7 +199,9 @@ impl ConsumeQueue {
     /// The last entry, if any.
     pub fn last_entry(&self) -> Option<CqEntry> {
         let max = self.max_offset();
-        (max > self.min_offset()).then(|| self.entry_unchecked(max - 1)).flatten()
+        (max > self.min_offset())
+            .then(|| self.entry_unchecked(max - 1))
+            .flatten()
     }
 
     /// Append the entry for `queue_offset`, which must be the next one. A new file for a
@@ -188,7 +212,9 @@ impl ConsumeQueue {
             return Err(Error::corrupt(
                 self.dir(),
                 (queue_offset.max(0) as u64) * ENTRY_SIZE as u64,
-                format!("entry for queue offset {queue_offset} out of order: the queue expects {max}"),
+                format!(
+                    "entry for queue offset {queue_offset} out of order: the queue expects {max}"
+                ),
             ));
         }
         let logical = queue_offset as u64 * ENTRY_SIZE as u64;
@@ -199,7 +225,11 @@ impl ConsumeQueue {
                 let start = logical / file_size * file_size;
                 let segment = self.segments.create(start)?;
                 if self.max_offset() == 0 && logical > start {
-                    let placeholder = CqEntry { commitlog_offset: 0, size: PLACEHOLDER_SIZE, tags_code: 0 };
+                    let placeholder = CqEntry {
+                        commitlog_offset: 0,
+                        size: PLACEHOLDER_SIZE,
+                        tags_code: 0,
+                    };
                     let pad = (logical - start) as usize;
                     // SAFETY: single writer; the new file is not published yet.
                     let bytes = unsafe { segment.bytes_mut(0, pad) };
@@ -232,8 +262,12 @@ impl ConsumeQueue {
         // Invalid (zeroed) entries are removed too: pages of the queue's tail may have
         // been lost independently of each other, leaving holes.
         while max > min {
-            let entry = self.entry_unchecked(max - 1).expect("entry below max exists");
-            if entry.is_placeholder() || (entry.is_valid() && entry.commitlog_end() <= commitlog_end) {
+            let entry = self
+                .entry_unchecked(max - 1)
+                .expect("entry below max exists");
+            if entry.is_placeholder()
+                || (entry.is_valid() && entry.commitlog_end() <= commitlog_end)
+            {
                 break;
             }
             max -= 1;
@@ -249,7 +283,11 @@ impl ConsumeQueue {
         let file_size = self.segments.segment_size() as u64;
         // Keep the file holding the new end unless the end is its first byte and it is
         // not the queue's only file.
-        let delete_from = if logical % file_size == 0 && logical > 0 { logical } else { logical / file_size * file_size + file_size };
+        let delete_from = if logical % file_size == 0 && logical > 0 {
+            logical
+        } else {
+            logical / file_size * file_size + file_size
+        };
         self.segments.remove_from(delete_from)?;
         if let Some(segment) = self.segments.find(logical) {
             let position = (logical - segment.start_offset()) as usize;
@@ -260,6 +298,53 @@ impl ConsumeQueue {
             self.set_min_offset(max);
         }
         Ok((old_max - max) as u64)
+    }
+
+    /// Follow the commit log's new minimum after retention: delete whole files (never the
+    /// last one, which holds the queue's position) whose entries all point below it, and
+    /// move the minimum offset to the first entry still backed by the log. Returns how
+    /// many files were deleted. Called under the store's write lock.
+    pub fn drop_below(&self, commitlog_min: i64) -> Result<u64> {
+        let mut deleted = 0;
+        loop {
+            let segments = self.segments.segments();
+            if segments.len() < 2 {
+                break;
+            }
+            let first = &segments[0];
+            let last = CqEntry::decode(first.bytes(first.size() - ENTRY_SIZE, ENTRY_SIZE));
+            if last.is_placeholder() || last.commitlog_end() <= commitlog_min {
+                if self
+                    .segments
+                    .remove_first_if(first.start_offset())?
+                    .is_none()
+                {
+                    break;
+                }
+                deleted += 1;
+            } else {
+                break;
+            }
+        }
+        let first_start = self.segments.first().map_or(0, |segment| {
+            (segment.start_offset() / ENTRY_SIZE as u64) as i64
+        });
+        let (mut low, mut high) = (self.min_offset().max(first_start), self.max_offset());
+        while low < high {
+            let middle = low + (high - low) / 2;
+            let entry = self
+                .entry_unchecked(middle)
+                .expect("entry below max exists");
+            if entry.is_placeholder() || entry.commitlog_offset < commitlog_min {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        if low > self.min_offset() {
+            self.set_min_offset(low);
+        }
+        Ok(deleted)
     }
 
     /// Flush the queue's files if anything was appended since the last flush.
@@ -279,7 +364,11 @@ mod tests {
     use super::*;
 
     fn entry(offset: i64) -> CqEntry {
-        CqEntry { commitlog_offset: offset, size: 100, tags_code: 7 }
+        CqEntry {
+            commitlog_offset: offset,
+            size: 100,
+            tags_code: 7,
+        }
     }
 
     #[test]

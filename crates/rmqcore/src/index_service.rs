@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::now_millis;
 use crate::error::{Error, IoContext, Result};
-use crate::index_compaction::{compact, temporary_path, CompactedIndexFile};
+use crate::index_compaction::{compact, CompactedIndexFile};
 use crate::index_file::{index_key_hash, IndexFile, IndexGeometry};
 use crate::properties::{KEY_SEPARATOR, PROPERTY_KEYS};
 use crate::record::{sys_flag, RecordView};
@@ -47,7 +47,12 @@ pub fn index_keys(view: &RecordView<'_>) -> Vec<String> {
         keys.push(String::from_utf8_lossy(uniq).into_owned());
     }
     if let Some(raw) = view.property(PROPERTY_KEYS) {
-        keys.extend(String::from_utf8_lossy(raw).split(KEY_SEPARATOR).filter(|key| !key.is_empty()).map(str::to_owned));
+        keys.extend(
+            String::from_utf8_lossy(raw)
+                .split(KEY_SEPARATOR)
+                .filter(|key| !key.is_empty())
+                .map(str::to_owned),
+        );
     }
     keys
 }
@@ -96,7 +101,8 @@ pub fn millis_of_file_name(name: &str) -> Option<i64> {
     tm.tm_isdst = -1;
     // SAFETY: valid pointer to an initialised struct.
     let seconds = unsafe { libc::mktime(&mut tm) };
-    (seconds != -1).then(|| i64::from(seconds) * 1000 + i64::from(field(14..17)?))
+    let millis = field(14..17)?;
+    (seconds != -1).then(|| seconds * 1000 + i64::from(millis))
 }
 
 /// One index file: its RocketMQ-format form and, once sealed and compacted, the
@@ -114,6 +120,16 @@ pub struct IndexFileHandle {
 impl IndexFileHandle {
     fn chained(&self) -> Option<Arc<IndexFile>> {
         self.chained.read().expect("index file lock").clone()
+    }
+
+    /// (endPhyOffset, endTimestamp) from whichever form the file has.
+    fn header_end(&self) -> Option<(i64, i64)> {
+        if let Some(compacted) = self.compacted.get() {
+            let header = compacted.header();
+            return Some((header.end_phy_offset, header.end_timestamp));
+        }
+        let header = self.chained()?.header();
+        Some((header.end_phy_offset, header.end_timestamp))
     }
 
     fn remove_files(&self) -> Result<()> {
@@ -139,6 +155,14 @@ pub struct IndexFileInfo {
     pub end_timestamp: i64,
     pub begin_phy_offset: i64,
     pub end_phy_offset: i64,
+}
+
+/// A file's mapped forms at one moment: the chained one until it is compacted.
+#[derive(Debug, Clone)]
+pub struct IndexFileForms {
+    pub name: String,
+    pub chained: Option<Arc<IndexFile>>,
+    pub compacted: Option<Arc<CompactedIndexFile>>,
 }
 
 /// What recovery did to the index.
@@ -188,7 +212,9 @@ pub struct IndexService {
 
 impl std::fmt::Debug for IndexService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexService").field("dir", &self.shared.dir).finish()
+        f.debug_struct("IndexService")
+            .field("dir", &self.shared.dir)
+            .finish()
     }
 }
 
@@ -206,7 +232,11 @@ impl IndexService {
                 let metadata = entry.metadata().at(&path)?;
                 let name = entry.file_name().to_string_lossy().into_owned();
                 // RocketMQ skips names that do not parse as a number.
-                if metadata.is_dir() || name.is_empty() || name.len() > 18 || !name.bytes().all(|b| b.is_ascii_digit()) {
+                if metadata.is_dir()
+                    || name.is_empty()
+                    || name.len() > 18
+                    || !name.bytes().all(|b| b.is_ascii_digit())
+                {
                     continue;
                 }
                 found.push((name, path, metadata.len()));
@@ -247,10 +277,19 @@ impl IndexService {
         });
         for handle in shared.files() {
             if let Some(chained) = handle.chained().filter(|file| file.is_full()) {
-                shared.sealed_end_timestamp.fetch_max(chained.header().end_timestamp, Ordering::AcqRel);
+                shared
+                    .sealed_end_timestamp
+                    .fetch_max(chained.header().end_timestamp, Ordering::AcqRel);
             }
         }
-        Ok(IndexService { shared, writer: Mutex::new(WriterState { next_offset: 0, last_name }), compactor_thread: Mutex::new(None) })
+        Ok(IndexService {
+            shared,
+            writer: Mutex::new(WriterState {
+                next_offset: 0,
+                last_name,
+            }),
+            compactor_thread: Mutex::new(None),
+        })
     }
 
     pub fn geometry(&self) -> IndexGeometry {
@@ -277,8 +316,16 @@ impl IndexService {
     /// (`IndexFile::repair`) and every later file is deleted. This replaces RocketMQ's
     /// rule (delete every file newer than the checkpoint's `indexMsgTimestamp`), which
     /// loses the entries of the deleted files that lie below the re-dispatch start.
-    pub fn recover(&self, cut: i64, clean_shutdown: bool, record_at: impl Fn(i64) -> Option<(i64, i64)>) -> Result<IndexRecovery> {
-        let mut outcome = IndexRecovery { complete_below: cut, ..IndexRecovery::default() };
+    pub fn recover(
+        &self,
+        cut: i64,
+        clean_shutdown: bool,
+        record_at: impl Fn(i64) -> Option<(i64, i64)>,
+    ) -> Result<IndexRecovery> {
+        let mut outcome = IndexRecovery {
+            complete_below: cut,
+            ..IndexRecovery::default()
+        };
         {
             let mut files = self.shared.files.write().expect("index file list lock");
             let damaged = files.iter().position(|handle| match handle.chained() {
@@ -290,11 +337,16 @@ impl IndexService {
             });
             if let Some(first) = damaged {
                 let file = files[first].chained().expect("loaded files are mapped");
-                let repaired = file.repair(cut, |offset| record_at(offset).map(|(time, _)| time))?;
+                let repaired =
+                    file.repair(cut, |offset| record_at(offset).map(|(time, _)| time))?;
                 outcome.files_repaired = 1;
                 outcome.entries_removed += u64::from(repaired.removed);
                 if let Some(from) = repaired.reindex_from {
-                    outcome.complete_below = if record_at(from).is_some() { from.min(cut) } else { cut };
+                    outcome.complete_below = if record_at(from).is_some() {
+                        from.min(cut)
+                    } else {
+                        cut
+                    };
                 }
                 let keep = if repaired.kept > 0 { first + 1 } else { first };
                 if repaired.removed > 0 {
@@ -330,7 +382,15 @@ impl IndexService {
         }
         self.writer().next_offset = outcome.complete_below;
         if self.shared.writable {
-            let sealed: Vec<_> = self.shared.files().into_iter().filter(|handle| handle.compacted.get().is_none() && handle.chained().is_some_and(|file| file.is_full())).collect();
+            let sealed: Vec<_> = self
+                .shared
+                .files()
+                .into_iter()
+                .filter(|handle| {
+                    handle.compacted.get().is_none()
+                        && handle.chained().is_some_and(|file| file.is_full())
+                })
+                .collect();
             for handle in sealed {
                 self.enqueue_compaction(handle)?;
             }
@@ -352,41 +412,64 @@ impl IndexService {
         if !keys.is_empty() {
             let topic = view.topic_str();
             for key in &keys {
-                self.put_key(&mut writer, index_key_hash(&topic, key), view.physical_offset, view.store_timestamp)?;
+                self.put_key(
+                    &mut writer,
+                    index_key_hash(&topic, key),
+                    view.physical_offset,
+                    view.store_timestamp,
+                )?;
             }
         }
         writer.next_offset = view.physical_offset + view.total_size as i64;
         Ok(())
     }
 
-    fn put_key(&self, writer: &mut WriterState, key_hash: i32, offset: i64, store_timestamp: i64) -> Result<()> {
-        let active = self.shared.files().last().and_then(|handle| handle.chained()).filter(|file| !file.is_full());
-        let active = match active {
-            Some(file) => file,
+    fn put_key(
+        &self,
+        writer: &mut WriterState,
+        key_hash: i32,
+        offset: i64,
+        store_timestamp: i64,
+    ) -> Result<()> {
+        let last = self.shared.files().last().cloned();
+        let active = last
+            .as_ref()
+            .and_then(|handle| Some((handle, handle.chained()?)))
+            .filter(|(_, file)| !file.is_full());
+        let (handle, file) = match active {
+            Some((handle, file)) => (Arc::clone(handle), file),
             None => self.roll(writer)?,
         };
-        if active.put_key(key_hash, offset, store_timestamp) {
-            return Ok(());
+        if !file.put_key(key_hash, offset, store_timestamp) {
+            return Err(Error::corrupt(
+                file.path(),
+                0,
+                "an index file that is not full refused a key",
+            ));
         }
-        let fresh = self.roll(writer)?;
-        if fresh.put_key(key_hash, offset, store_timestamp) {
-            Ok(())
-        } else {
-            Err(Error::corrupt(fresh.path(), 0, "a new index file refused its first key"))
+        // Sealed the moment it fills: it is compacted now, while the next key goes to a
+        // new file (created when that key comes, as RocketMQ does).
+        if file.is_full() {
+            self.enqueue_compaction(handle)?;
         }
+        Ok(())
     }
 
-    /// Start a new file; the previous one is sealed and handed to the compactor.
-    fn roll(&self, writer: &mut WriterState) -> Result<Arc<IndexFile>> {
-        let previous = self.shared.files().last().cloned();
-        let previous_end = previous.as_ref().and_then(|handle| handle.chained()).map(|file| {
-            let header = file.header();
-            (header.end_phy_offset, header.end_timestamp)
-        });
+    /// Start a new file after the full (or missing) last one.
+    fn roll(&self, writer: &mut WriterState) -> Result<(Arc<IndexFileHandle>, Arc<IndexFile>)> {
+        let previous_end = self
+            .shared
+            .files()
+            .last()
+            .and_then(|handle| handle.header_end());
         let name = next_file_name(writer.last_name.as_deref())?;
         fs::create_dir_all(&self.shared.dir).at(&self.shared.dir)?;
         let path = self.shared.dir.join(&name);
-        let file = Arc::new(IndexFile::create(&path, self.shared.geometry, previous_end)?);
+        let file = Arc::new(IndexFile::create(
+            &path,
+            self.shared.geometry,
+            previous_end,
+        )?);
         let handle = Arc::new(IndexFileHandle {
             compacted_path: self.shared.compacted_dir.join(&name),
             name: name.clone(),
@@ -394,12 +477,13 @@ impl IndexService {
             chained: RwLock::new(Some(Arc::clone(&file))),
             compacted: OnceLock::new(),
         });
-        self.shared.files.write().expect("index file list lock").push(handle);
+        self.shared
+            .files
+            .write()
+            .expect("index file list lock")
+            .push(Arc::clone(&handle));
         writer.last_name = Some(name);
-        if let Some(previous) = previous.filter(|handle| handle.chained().is_some_and(|file| file.is_full())) {
-            self.enqueue_compaction(previous)?;
-        }
-        Ok(file)
+        Ok((handle, file))
     }
 
     /// Flush every file written since its last flush (a sealed file's first flush makes
@@ -424,7 +508,14 @@ impl IndexService {
     /// hash and by the entry's time (second resolution, so conservative); the caller
     /// checks the record itself. Within a file the walk stops at the first entry older
     /// than `begin`, which assumes store times do not go backwards (RocketMQ's rule).
-    pub fn visit_candidates(&self, topic: &str, key: &str, begin: i64, end: i64, mut visit: impl FnMut(i64) -> Result<ControlFlow<()>>) -> Result<()> {
+    pub fn visit_candidates(
+        &self,
+        topic: &str,
+        key: &str,
+        begin: i64,
+        end: i64,
+        mut visit: impl FnMut(i64) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
         let key_hash = index_key_hash(topic, key);
         for handle in self.shared.files().iter().rev() {
             let flow = if let Some(compacted) = handle.compacted.get() {
@@ -477,9 +568,55 @@ impl IndexService {
             .collect()
     }
 
+    /// Retention: delete index files whose entries all point below the commit log's new
+    /// minimum (RocketMQ's `deleteExpiredFile`); the newest file is always kept. Queries
+    /// holding a file keep its mapping until they finish. Returns how many were deleted.
+    pub fn delete_files_below(&self, commitlog_min: i64) -> Result<u64> {
+        let infos = self.files();
+        let mut doomed = Vec::new();
+        for info in infos.iter().take(infos.len().saturating_sub(1)) {
+            if info.end_phy_offset >= commitlog_min {
+                break;
+            }
+            doomed.push(info.name.clone());
+        }
+        if doomed.is_empty() {
+            return Ok(0);
+        }
+        let removed: Vec<Arc<IndexFileHandle>> = {
+            let mut files = self.shared.files.write().expect("index file list lock");
+            let (gone, kept): (Vec<_>, Vec<_>) = files
+                .drain(..)
+                .partition(|handle| doomed.contains(&handle.name));
+            *files = kept;
+            gone
+        };
+        for handle in &removed {
+            handle.remove_files()?;
+        }
+        Ok(removed.len() as u64)
+    }
+
+    /// Each file's name and the forms it has now (for `index_verify`).
+    pub fn file_forms(&self) -> Vec<IndexFileForms> {
+        self.shared
+            .files()
+            .iter()
+            .map(|handle| IndexFileForms {
+                name: handle.name.clone(),
+                chained: handle.chained(),
+                compacted: handle.compacted.get().cloned(),
+            })
+            .collect()
+    }
+
     /// The compacted form of a file, if it has one (tests and `verify`).
     pub fn compacted_file(&self, name: &str) -> Option<Arc<CompactedIndexFile>> {
-        self.shared.files().iter().find(|handle| handle.name == name).and_then(|handle| handle.compacted.get().cloned())
+        self.shared
+            .files()
+            .iter()
+            .find(|handle| handle.name == name)
+            .and_then(|handle| handle.compacted.get().cloned())
     }
 
     /// Hold back (or resume) compaction; sealed files wait, queries use their chains.
@@ -498,7 +635,12 @@ impl IndexService {
             if now >= deadline {
                 return false;
             }
-            state = self.shared.compactor_changed.wait_timeout(state, deadline - now).expect("compactor lock").0;
+            state = self
+                .shared
+                .compactor_changed
+                .wait_timeout(state, deadline - now)
+                .expect("compactor lock")
+                .0;
         }
         true
     }
@@ -532,7 +674,12 @@ impl IndexService {
         self.shared.stop.store(true, Ordering::Release);
         self.shared.compactor().stopping = true;
         self.shared.compactor_changed.notify_all();
-        if let Some(thread) = self.compactor_thread.lock().expect("compactor thread lock").take() {
+        if let Some(thread) = self
+            .compactor_thread
+            .lock()
+            .expect("compactor thread lock")
+            .take()
+        {
             let _ = thread.join();
         }
     }
@@ -557,7 +704,8 @@ impl Shared {
         let full = file.is_full();
         file.flush()?;
         if full {
-            self.sealed_end_timestamp.fetch_max(file.header().end_timestamp, Ordering::AcqRel);
+            self.sealed_end_timestamp
+                .fetch_max(file.header().end_timestamp, Ordering::AcqRel);
         }
         Ok(())
     }
@@ -602,7 +750,10 @@ impl Shared {
         let Some(compacted) = compact(&file, &handle.compacted_path, &self.stop)? else {
             return Ok(());
         };
-        let still_listed = self.files().iter().any(|listed| std::ptr::eq(listed.as_ref(), handle));
+        let still_listed = self
+            .files()
+            .iter()
+            .any(|listed| std::ptr::eq(listed.as_ref(), handle));
         if !still_listed {
             return remove_quietly(&handle.compacted_path);
         }
@@ -636,7 +787,9 @@ fn load_compacted(dir: &Path, files: &[Arc<IndexFileHandle>], writable: bool) ->
                 let chained = handle.chained().expect("loaded files are mapped");
                 CompactedIndexFile::open(&path).ok().filter(|compacted| {
                     let header = compacted.header();
-                    header.source_index_count == chained.header().index_count && header.slot_count == chained.geometry().slot_count && chained.is_full()
+                    header.source_index_count == chained.header().index_count
+                        && header.slot_count == chained.geometry().slot_count
+                        && chained.is_full()
                 })
             }
             None => None,
@@ -645,7 +798,7 @@ fn load_compacted(dir: &Path, files: &[Arc<IndexFileHandle>], writable: bool) ->
             (Some(compacted), Some(handle)) => {
                 let _ = handle.compacted.set(Arc::new(compacted));
             }
-            _ if writable && path != temporary_path(&path) => remove_quietly(&path)?,
+            _ if writable => remove_quietly(&path)?,
             _ => {}
         }
     }
@@ -654,7 +807,12 @@ fn load_compacted(dir: &Path, files: &[Arc<IndexFileHandle>], writable: bool) ->
 
 /// A name later than `last` (if any) for a file created now.
 fn next_file_name(last: Option<&str>) -> Result<String> {
-    let clock_error = || Error::io(INDEX_DIR, std::io::Error::other("cannot convert the time to a local index file name"));
+    let clock_error = || {
+        Error::io(
+            INDEX_DIR,
+            std::io::Error::other("cannot convert the time to a local index file name"),
+        )
+    };
     let mut millis = now_millis();
     if let Some(last_millis) = last.and_then(millis_of_file_name) {
         millis = millis.max(last_millis + 1);
@@ -662,8 +820,9 @@ fn next_file_name(last: Option<&str>) -> Result<String> {
     // Around a daylight-saving change local names can repeat: step until later.
     for _ in 0..10_000_000 {
         let name = file_name_for(millis).ok_or_else(clock_error)?;
-        if last.is_none_or(|last| name.as_str() > last) {
-            return Ok(name);
+        match last {
+            Some(last) if name.as_str() <= last => millis += 1,
+            _ => return Ok(name),
         }
         millis += 1;
     }
@@ -679,15 +838,27 @@ fn overlaps(file_begin: i64, file_end: i64, begin: i64, end: i64) -> bool {
     file_begin <= end && file_end >= begin
 }
 
-fn visit_chained(file: &IndexFile, key_hash: i32, begin: i64, end: i64, visit: &mut impl FnMut(i64) -> Result<ControlFlow<()>>) -> Result<ControlFlow<()>> {
+fn visit_chained(
+    file: &IndexFile,
+    key_hash: i32,
+    begin: i64,
+    end: i64,
+    visit: &mut impl FnMut(i64) -> Result<ControlFlow<()>>,
+) -> Result<ControlFlow<()>> {
     let header = file.header();
-    if header.index_count <= 1 || !overlaps(header.begin_timestamp, header.end_timestamp, begin, end) {
+    if header.index_count <= 1
+        || !overlaps(header.begin_timestamp, header.end_timestamp, begin, end)
+    {
         return Ok(ControlFlow::Continue(()));
     }
     let mut outcome = Ok(ControlFlow::Continue(()));
     file.walk_chain(key_hash, |number, entry| {
         // Entry 1's difference is measured from the previous file's end (format §3.4).
-        let earliest = if number == 1 { header.begin_timestamp } else { entry_time(header.begin_timestamp, entry.time_diff) };
+        let earliest = if number == 1 {
+            header.begin_timestamp
+        } else {
+            entry_time(header.begin_timestamp, entry.time_diff)
+        };
         if earliest.saturating_add(999) < begin {
             return ControlFlow::Break(());
         }
@@ -705,9 +876,17 @@ fn visit_chained(file: &IndexFile, key_hash: i32, begin: i64, end: i64, visit: &
     outcome
 }
 
-fn visit_compacted(file: &CompactedIndexFile, key_hash: i32, begin: i64, end: i64, visit: &mut impl FnMut(i64) -> Result<ControlFlow<()>>) -> Result<ControlFlow<()>> {
+fn visit_compacted(
+    file: &CompactedIndexFile,
+    key_hash: i32,
+    begin: i64,
+    end: i64,
+    visit: &mut impl FnMut(i64) -> Result<ControlFlow<()>>,
+) -> Result<ControlFlow<()>> {
     let header = file.header();
-    if header.entry_count == 0 || !overlaps(header.begin_timestamp, header.end_timestamp, begin, end) {
+    if header.entry_count == 0
+        || !overlaps(header.begin_timestamp, header.end_timestamp, begin, end)
+    {
         return Ok(ControlFlow::Continue(()));
     }
     for entry in file.run(key_hash)? {
@@ -744,6 +923,9 @@ mod tests {
         let future = file_name_for(now_millis() + 3_600_000).unwrap();
         let next = next_file_name(Some(&future)).unwrap();
         assert!(next > future);
-        assert_eq!(millis_of_file_name(&next), millis_of_file_name(&future).map(|m| m + 1));
+        assert_eq!(
+            millis_of_file_name(&next),
+            millis_of_file_name(&future).map(|m| m + 1)
+        );
     }
 }

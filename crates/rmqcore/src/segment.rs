@@ -37,23 +37,47 @@ pub struct Segment {
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Segment").field("path", &self.path).field("size", &self.size).finish()
+        f.debug_struct("Segment")
+            .field("path", &self.path)
+            .field("size", &self.size)
+            .finish()
     }
 }
 
 impl Segment {
-    /// Create a new zero-filled (sparse) file of `size` bytes and map it read-write.
-    pub fn create(dir: &Path, start_offset: u64, size: usize) -> Result<Self> {
+    /// Create a new zero-filled file of `size` bytes and map it read-write. With
+    /// `preallocate`, its blocks are reserved now, so a full disk fails here with ENOSPC
+    /// instead of killing the process with SIGBUS on a later write through the mapping.
+    pub fn create(dir: &Path, start_offset: u64, size: usize, preallocate: bool) -> Result<Self> {
         let path = dir.join(segment_file_name(start_offset));
-        let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path).at(&path)?;
-        file.set_len(size as u64).at(&path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .at(&path)?;
+        if let Err(error) = Self::reserve(&file, size, preallocate) {
+            let _ = std::fs::remove_file(&path);
+            return Err(Error::io(&path, error));
+        }
         let map = MmapOptions::new().len(size).map_raw(&file).at(&path)?;
-        Ok(Segment { path, start_offset, size, writable: true, map, file })
+        Ok(Segment {
+            path,
+            start_offset,
+            size,
+            writable: true,
+            map,
+            file,
+        })
     }
 
     /// Map an existing file, which must be exactly `size` bytes.
     pub fn open(path: &Path, start_offset: u64, size: usize, writable: bool) -> Result<Self> {
-        let file = OpenOptions::new().read(true).write(writable).open(path).at(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(writable)
+            .open(path)
+            .at(path)?;
         let length = file.metadata().at(path)?.len();
         if length != size as u64 {
             return Err(Error::corrupt(
@@ -68,7 +92,36 @@ impl Segment {
             MmapOptions::new().len(size).map_raw_read_only(&file)
         }
         .at(path)?;
-        Ok(Segment { path: path.to_path_buf(), start_offset, size, writable, map, file })
+        Ok(Segment {
+            path: path.to_path_buf(),
+            start_offset,
+            size,
+            writable,
+            map,
+            file,
+        })
+    }
+
+    fn reserve(file: &File, size: usize, preallocate: bool) -> std::io::Result<()> {
+        if preallocate {
+            // SAFETY: plain syscall on a descriptor we own.
+            let status = unsafe {
+                libc::fallocate(
+                    std::os::fd::AsRawFd::as_raw_fd(file),
+                    0,
+                    0,
+                    size as libc::off_t,
+                )
+            };
+            if status == 0 {
+                return Ok(());
+            }
+            let error = std::io::Error::last_os_error();
+            if error.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                return Err(error);
+            }
+        }
+        file.set_len(size as u64)
     }
 
     pub fn path(&self) -> &Path {
@@ -94,7 +147,12 @@ impl Segment {
     /// Bytes `[position, position + length)` of the file, which the caller knows to be
     /// published (written before an offset it read with acquire ordering).
     pub fn bytes(&self, position: usize, length: usize) -> &[u8] {
-        assert!(position.checked_add(length).is_some_and(|end| end <= self.size), "read past segment end");
+        assert!(
+            position
+                .checked_add(length)
+                .is_some_and(|end| end <= self.size),
+            "read past segment end"
+        );
         // SAFETY: in bounds (asserted); the mapping lives as long as `self`; the writer
         // never writes published bytes (module docs).
         unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(position), length) }
@@ -110,10 +168,18 @@ impl Segment {
     /// # Safety
     /// Only the single writer may call this, only for bytes no reader can see yet
     /// (at or past every published offset), and never for overlapping ranges at once.
-    #[expect(clippy::mut_from_ref, reason = "the writer protocol in the module docs makes this exclusive")]
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "the writer protocol in the module docs makes this exclusive"
+    )]
     pub unsafe fn bytes_mut(&self, position: usize, length: usize) -> &mut [u8] {
         assert!(self.writable, "write to a read-only segment");
-        assert!(position.checked_add(length).is_some_and(|end| end <= self.size), "write past segment end");
+        assert!(
+            position
+                .checked_add(length)
+                .is_some_and(|end| end <= self.size),
+            "write past segment end"
+        );
         // SAFETY: in bounds; exclusivity is the caller's contract.
         unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(position), length) }
     }
@@ -178,7 +244,10 @@ mod tests {
     #[test]
     fn names_are_twenty_digits() {
         assert_eq!(segment_file_name(1_073_741_824), "00000000001073741824");
-        assert_eq!(parse_segment_file_name("00000000001073741824"), Some(1_073_741_824));
+        assert_eq!(
+            parse_segment_file_name("00000000001073741824"),
+            Some(1_073_741_824)
+        );
         assert_eq!(parse_segment_file_name("1073741824"), None);
         assert_eq!(parse_segment_file_name("0000000000107374182x"), None);
     }
@@ -186,7 +255,7 @@ mod tests {
     #[test]
     fn created_segments_are_zero_filled_and_sized() {
         let dir = tempfile::tempdir().unwrap();
-        let segment = Segment::create(dir.path(), 4096, 4096).unwrap();
+        let segment = Segment::create(dir.path(), 4096, 4096, true).unwrap();
         assert_eq!(segment.bytes(0, 4096), &[0u8; 4096][..]);
         unsafe { segment.bytes_mut(10, 3) }.copy_from_slice(b"abc");
         segment.flush().unwrap();

@@ -16,6 +16,7 @@ pub struct SegmentQueue {
     dir: PathBuf,
     segment_size: usize,
     writable: bool,
+    preallocate: bool,
     segments: RwLock<Vec<Arc<Segment>>>,
 }
 
@@ -23,7 +24,12 @@ impl SegmentQueue {
     /// Load the segments in `dir` (which may not exist yet). Their size is taken from the
     /// files themselves when there are any, so a store written with other settings (or by
     /// RocketMQ) opens as it is; `configured_size` applies to new stores.
-    pub fn load(dir: &Path, configured_size: usize, writable: bool) -> Result<Self> {
+    pub fn load(
+        dir: &Path,
+        configured_size: usize,
+        writable: bool,
+        preallocate: bool,
+    ) -> Result<Self> {
         let mut found: Vec<(u64, PathBuf, u64)> = Vec::new();
         if dir.is_dir() {
             for entry in fs::read_dir(dir).at(dir)? {
@@ -33,7 +39,8 @@ impl SegmentQueue {
                 if metadata.is_dir() {
                     continue;
                 }
-                let Some(start) = entry.file_name().to_str().and_then(parse_segment_file_name) else {
+                let Some(start) = entry.file_name().to_str().and_then(parse_segment_file_name)
+                else {
                     continue;
                 };
                 found.push((start, path, metadata.len()));
@@ -65,12 +72,27 @@ impl SegmentQueue {
                 }
             }
             if start % segment_size as u64 != 0 {
-                return Err(Error::corrupt(&path, 0, format!("start {start} is not a multiple of the segment size {segment_size}")));
+                return Err(Error::corrupt(
+                    &path,
+                    0,
+                    format!("start {start} is not a multiple of the segment size {segment_size}"),
+                ));
             }
-            segments.push(Arc::new(Segment::open(&path, start, segment_size, writable)?));
+            segments.push(Arc::new(Segment::open(
+                &path,
+                start,
+                segment_size,
+                writable,
+            )?));
             expected_start = Some(start + segment_size as u64);
         }
-        Ok(SegmentQueue { dir: dir.to_path_buf(), segment_size, writable, segments: RwLock::new(segments) })
+        Ok(SegmentQueue {
+            dir: dir.to_path_buf(),
+            segment_size,
+            writable,
+            preallocate,
+            segments: RwLock::new(segments),
+        })
     }
 
     pub fn dir(&self) -> &Path {
@@ -94,11 +116,19 @@ impl SegmentQueue {
     }
 
     pub fn first(&self) -> Option<Arc<Segment>> {
-        self.segments.read().expect("segment list lock").first().cloned()
+        self.segments
+            .read()
+            .expect("segment list lock")
+            .first()
+            .cloned()
     }
 
     pub fn last(&self) -> Option<Arc<Segment>> {
-        self.segments.read().expect("segment list lock").last().cloned()
+        self.segments
+            .read()
+            .expect("segment list lock")
+            .last()
+            .cloned()
     }
 
     /// The segment holding `offset`.
@@ -109,7 +139,10 @@ impl SegmentQueue {
             return None;
         }
         let index = usize::try_from((offset - first) / self.segment_size as u64).ok()?;
-        segments.get(index).filter(|segment| segment.contains(offset)).cloned()
+        segments
+            .get(index)
+            .filter(|segment| segment.contains(offset))
+            .cloned()
     }
 
     /// Create the segment that starts at `start` (the end of the current last one, or
@@ -123,7 +156,12 @@ impl SegmentQueue {
             assert_eq!(last.end_offset(), start, "segments must stay contiguous");
         }
         fs::create_dir_all(&self.dir).at(&self.dir)?;
-        let segment = Arc::new(Segment::create(&self.dir, start, self.segment_size)?);
+        let segment = Arc::new(Segment::create(
+            &self.dir,
+            start,
+            self.segment_size,
+            self.preallocate,
+        )?);
         segments.push(Arc::clone(&segment));
         Ok(segment)
     }
@@ -131,12 +169,28 @@ impl SegmentQueue {
     /// Delete every segment that starts at or after `offset` (recovery truncation).
     pub fn remove_from(&self, offset: u64) -> Result<usize> {
         let mut segments = self.segments.write().expect("segment list lock");
-        let keep = segments.iter().take_while(|segment| segment.start_offset() < offset).count();
+        let keep = segments
+            .iter()
+            .take_while(|segment| segment.start_offset() < offset)
+            .count();
         let removed: Vec<_> = segments.drain(keep..).collect();
         for segment in &removed {
             fs::remove_file(segment.path()).at(segment.path())?;
         }
         Ok(removed.len())
+    }
+
+    /// Delete the oldest segment if it is the one starting at `start` (retention), so
+    /// a plan made earlier never deletes a different file. Readers holding it keep it
+    /// mapped until they drop it.
+    pub fn remove_first_if(&self, start: u64) -> Result<Option<Arc<Segment>>> {
+        let mut segments = self.segments.write().expect("segment list lock");
+        if segments.len() < 2 || segments[0].start_offset() != start {
+            return Ok(None);
+        }
+        let segment = segments.remove(0);
+        fs::remove_file(segment.path()).at(segment.path())?;
+        Ok(Some(segment))
     }
 
     /// Delete the oldest segment, returning it (retention). Readers holding it keep it

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,7 @@ use crate::clock::now_millis;
 use crate::commit_log::CommitLog;
 use crate::consume_queue_table::ConsumeQueueTable;
 use crate::consumer_offsets::ConsumerOffsetTable;
+use crate::disk_usage::{DiskGuard, DiskUsage};
 use crate::dispatch::dispatch_to_consume_queue;
 use crate::error::{Error, IoContext, Result};
 use crate::flush_service::FlushService;
@@ -27,6 +28,7 @@ use crate::msg_id::create_msg_id;
 use crate::options::{FlushMode, StoreOptions, MAX_QUEUE_ID};
 use crate::record::RecordInput;
 use crate::recovery::{recover, RecoveryReport};
+use crate::retention::{RetentionReport, SegmentDecision};
 use crate::store_lock::StoreLock;
 use crate::tag_filter::TagFilter;
 use crate::topic::{validate_group, validate_topic};
@@ -65,16 +67,25 @@ struct StoreInner {
     /// The message-key index (format §3), fed by dispatch like the queues.
     index: IndexService,
     recovery_report: RecoveryReport,
+    /// Refuses writes above the disk warning ratio.
+    disk: DiskGuard,
+    /// One retention run at a time.
+    retention_lock: Mutex<()>,
+    /// Wakes and stops the retention thread.
+    background_stop: (Mutex<bool>, Condvar),
 }
 
 pub struct Store {
     inner: Arc<StoreInner>,
     flush_thread: Mutex<Option<JoinHandle<()>>>,
+    retention_thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("root", &self.inner.root).finish()
+        f.debug_struct("Store")
+            .field("root", &self.inner.root)
+            .finish()
     }
 }
 
@@ -90,18 +101,40 @@ impl Store {
         if writable {
             fs::create_dir_all(root).at(root)?;
         } else if !root.is_dir() {
-            return Err(Error::NotFound(format!("no store directory at {}", root.display())));
+            return Err(Error::NotFound(format!(
+                "no store directory at {}",
+                root.display()
+            )));
         }
-        let lock = if writable { Some(StoreLock::acquire(root)?) } else { None };
+        let lock = if writable {
+            Some(StoreLock::acquire(root)?)
+        } else {
+            None
+        };
         let abort_file_found = abort_path(root).exists();
-        let commit_log = CommitLog::load(&root.join("commitlog"), options.commitlog_segment_size, writable)?;
-        let queues = ConsumeQueueTable::load(root, options.consume_queue_entries_per_file, writable)?;
+        let commit_log = CommitLog::load(
+            &root.join("commitlog"),
+            options.commitlog_segment_size,
+            writable,
+        )?;
+        let queues =
+            ConsumeQueueTable::load(root, options.consume_queue_entries_per_file, writable)?;
         let checkpoint = Checkpoint::load(root)?;
         let topics = TopicConfigTable::load(root)?;
         let offsets = ConsumerOffsetTable::load(root)?;
-        let index_geometry = IndexGeometry { slot_count: options.index_slot_count as u32, entry_count: options.index_entry_count as u32 };
+        let index_geometry = IndexGeometry {
+            slot_count: options.index_slot_count as u32,
+            entry_count: options.index_entry_count as u32,
+        };
         let index = IndexService::load(root, index_geometry, writable)?;
-        let recovery_report = recover(&commit_log, &queues, &checkpoint, abort_file_found, writable, &index)?;
+        let recovery_report = recover(
+            &commit_log,
+            &queues,
+            &checkpoint,
+            abort_file_found,
+            writable,
+            &index,
+        )?;
         let end = commit_log.write_offset();
         if writable {
             // Present while the store is open; its presence at the next open means the
@@ -123,6 +156,9 @@ impl Store {
             closed: AtomicBool::new(false),
             recovery_report,
             index,
+            disk: DiskGuard::new(root, options.retention.disk_space_warning_level_ratio),
+            retention_lock: Mutex::new(()),
+            background_stop: (Mutex::new(false), Condvar::new()),
             options,
         });
         if writable {
@@ -141,7 +177,23 @@ impl Store {
         } else {
             None
         };
-        Ok(Store { inner, flush_thread: Mutex::new(flush_thread) })
+        let retention_thread = if writable {
+            inner.disk.refresh()?;
+            let background = Arc::clone(&inner);
+            Some(
+                std::thread::Builder::new()
+                    .name("rmq-retention".into())
+                    .spawn(move || background.retention_loop())
+                    .map_err(|error| Error::io(root, error))?,
+            )
+        } else {
+            None
+        };
+        Ok(Store {
+            inner,
+            flush_thread: Mutex::new(flush_thread),
+            retention_thread: Mutex::new(retention_thread),
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -181,7 +233,32 @@ impl Store {
         if self.inner.options.read_only {
             return Err(Error::ReadOnly);
         }
-        self.inner.flush.check_healthy()
+        self.inner.flush.check_healthy()?;
+        self.inner.disk.check_writable()
+    }
+
+    /// Delete what retention allows now (see `retention.rs`), as if asked by an
+    /// operator: expired segments go whatever the hour. `now_ms` stands in for the
+    /// clock in tests.
+    pub fn run_retention(&self, now_ms: Option<i64>) -> Result<RetentionReport> {
+        self.check_open()?;
+        if self.inner.options.read_only {
+            return Err(Error::ReadOnly);
+        }
+        self.inner
+            .run_retention(now_ms.unwrap_or_else(now_millis), true)
+    }
+
+    pub fn disk_usage(&self) -> Result<DiskUsage> {
+        self.check_open()?;
+        self.inner.disk.usage()
+    }
+
+    /// Test hook: make the store see `ratio` as its disk usage (`None` to stop). Takes
+    /// effect at once for write refusal; retention sees it on its next run.
+    pub fn set_disk_usage_override(&self, ratio: Option<f64>) -> Result<DiskUsage> {
+        self.check_open()?;
+        self.inner.disk.set_usage_override(ratio)
     }
 
     /// Append one message.
@@ -191,7 +268,12 @@ impl Store {
     }
 
     /// Append messages to one queue as a unit: all are written or none.
-    pub fn put_batch(&self, topic: &str, queue_id: i32, drafts: &[MessageDraft<'_>]) -> Result<Vec<PutResult>> {
+    pub fn put_batch(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        drafts: &[MessageDraft<'_>],
+    ) -> Result<Vec<PutResult>> {
         self.check_writable()?;
         validate_topic(topic)?;
         validate_queue_id(queue_id)?;
@@ -199,7 +281,10 @@ impl Store {
             return Err(Error::invalid("messages", "the batch is empty"));
         }
         let options = &self.inner.options;
-        let prepared = drafts.iter().map(|draft| draft.prepare(options.max_message_size)).collect::<Result<Vec<_>>>()?;
+        let prepared = drafts
+            .iter()
+            .map(|draft| draft.prepare(options.max_message_size))
+            .collect::<Result<Vec<_>>>()?;
         let born_default = now_millis();
         let inputs: Vec<RecordInput<'_>> = prepared
             .iter()
@@ -223,7 +308,10 @@ impl Store {
             if length > self.inner.commit_log.max_record_length() {
                 return Err(Error::invalid(
                     "body",
-                    format!("the record needs {length} bytes, more than a {}-byte segment holds", options.commitlog_segment_size),
+                    format!(
+                        "the record needs {length} bytes, more than a {}-byte segment holds",
+                        options.commitlog_segment_size
+                    ),
                 ));
             }
         }
@@ -235,7 +323,11 @@ impl Store {
             let queue = self.inner.queues.get_or_create(topic, queue_id)?;
             let first_queue_offset = queue.max_offset();
             let store_timestamp = now_millis();
-            let appended = self.inner.commit_log.append(&inputs, first_queue_offset, store_timestamp)?;
+            let appended = self
+                .inner
+                .commit_log
+                .append(&inputs, first_queue_offset, store_timestamp)
+                .map_err(|error| self.inner.explain_disk_full(error))?;
             let mut results = Vec::with_capacity(appended.len());
             for (index, placed) in appended.iter().enumerate() {
                 let record = self.inner.commit_log.read(placed.physical_offset, false)?;
@@ -251,11 +343,15 @@ impl Store {
             }
             let end = self.inner.commit_log.write_offset();
             self.inner.dispatched_offset.store(end, Ordering::Release);
-            self.inner.last_store_timestamp.store(store_timestamp, Ordering::Release);
+            self.inner
+                .last_store_timestamp
+                .store(store_timestamp, Ordering::Release);
             (results, end)
         };
         if options.flush_mode == FlushMode::Sync {
-            self.inner.flush.wait_flushed(end, Duration::from_millis(options.sync_flush_timeout_ms))?;
+            self.inner
+                .flush
+                .wait_flushed(end, Duration::from_millis(options.sync_flush_timeout_ms))?;
         }
         Ok(results)
     }
@@ -300,14 +396,29 @@ impl Store {
         }
         let Some(queue) = self.inner.queues.get(topic, queue_id) else {
             return if offset == 0 {
-                Ok(PullResult { messages: Vec::new(), next_offset: 0, min_offset: 0, max_offset: 0 })
+                Ok(PullResult {
+                    messages: Vec::new(),
+                    next_offset: 0,
+                    min_offset: 0,
+                    max_offset: 0,
+                })
             } else {
-                Err(Error::OffsetOutOfRange { what: "queue", offset, min: 0, max: 0 })
+                Err(Error::OffsetOutOfRange {
+                    what: "queue",
+                    offset,
+                    min: 0,
+                    max: 0,
+                })
             };
         };
         let (min, max) = (queue.min_offset(), queue.max_offset());
         if offset < min || offset > max {
-            return Err(Error::OffsetOutOfRange { what: "queue", offset, min, max });
+            return Err(Error::OffsetOutOfRange {
+                what: "queue",
+                offset,
+                min,
+                max,
+            });
         }
         // Passing over non-matching entries is bounded so one pull cannot scan a whole
         // queue (RocketMQ bounds it the same way).
@@ -316,18 +427,41 @@ impl Store {
         let mut messages = Vec::new();
         let mut bytes = 0usize;
         let mut next = offset;
-        while next < max && messages.len() < max_count && next - offset < MAX_FILTERED_ENTRIES + max_count as i64 {
+        while next < max
+            && messages.len() < max_count
+            && next - offset < MAX_FILTERED_ENTRIES + max_count as i64
+        {
             let Some(entry) = queue.entry(next) else {
                 break;
             };
             if entry.commitlog_end() > readable_end {
                 break;
             }
-            if entry.is_placeholder() || filter.is_some_and(|filter| !filter.matches_code(entry.tags_code)) {
+            if entry.is_placeholder()
+                || filter.is_some_and(|filter| !filter.matches_code(entry.tags_code))
+            {
                 next += 1;
                 continue;
             }
-            let record = self.inner.commit_log.read(entry.commitlog_offset as u64, true)?;
+            let record = match self
+                .inner
+                .commit_log
+                .read(entry.commitlog_offset as u64, true)
+            {
+                Ok(record) => record,
+                // Retention deleted the segment after the entry was read: the queue's
+                // minimum has moved past this offset.
+                Err(Error::OffsetOutOfRange { .. }) if messages.is_empty() => {
+                    return Err(Error::OffsetOutOfRange {
+                        what: "queue",
+                        offset,
+                        min: queue.min_offset().max(next + 1),
+                        max: queue.max_offset(),
+                    });
+                }
+                Err(Error::OffsetOutOfRange { .. }) => break,
+                Err(error) => return Err(error),
+            };
             let view = record.view();
             if let Some(filter) = filter {
                 if !filter.matches_tag(view.tags()) {
@@ -344,16 +478,37 @@ impl Store {
             messages.push(StoredMessage::from_record(&view));
             next += 1;
         }
-        Ok(PullResult { messages, next_offset: next, min_offset: min, max_offset: max })
+        Ok(PullResult {
+            messages,
+            next_offset: next,
+            min_offset: min,
+            max_offset: max,
+        })
     }
 
     /// Messages of `topic` whose keys or `UNIQ_KEY` include `key`, stored in
     /// `[begin, end]`, newest first, at most `max_count` (see `lookup.rs`).
-    pub fn query_by_key(&self, topic: &str, key: &str, begin: i64, end: Option<i64>, max_count: usize) -> Result<Vec<StoredMessage>> {
+    pub fn query_by_key(
+        &self,
+        topic: &str,
+        key: &str,
+        begin: i64,
+        end: Option<i64>,
+        max_count: usize,
+    ) -> Result<Vec<StoredMessage>> {
         self.check_open()?;
         self.known_topic(topic)?;
         let end = end.unwrap_or(i64::MAX);
-        crate::lookup::query_by_key(&self.inner.commit_log, &self.inner.index, self.readable_end(), topic, key, begin, end, max_count)
+        crate::lookup::query_by_key(
+            &self.inner.commit_log,
+            &self.inner.index,
+            self.readable_end(),
+            topic,
+            key,
+            begin,
+            end,
+            max_count,
+        )
     }
 
     /// The message a msgId names (see `lookup.rs`).
@@ -368,7 +523,12 @@ impl Store {
         self.known_topic(topic)?;
         validate_queue_id(queue_id)?;
         let queue = self.inner.queues.get(topic, queue_id);
-        crate::lookup::offset_for_time(&self.inner.commit_log, queue.as_deref(), self.readable_end(), timestamp)
+        crate::lookup::offset_for_time(
+            &self.inner.commit_log,
+            queue.as_deref(),
+            self.readable_end(),
+            timestamp,
+        )
     }
 
     pub fn index(&self) -> &IndexService {
@@ -378,15 +538,25 @@ impl Store {
     /// Compare the index with a rebuild from the valid log; see `index_verify.rs`.
     pub fn verify_index(&self) -> Result<crate::index_verify::IndexVerification> {
         self.check_open()?;
-        crate::index_verify::verify_index(&self.inner.index, &self.inner.commit_log, self.readable_end())
+        crate::index_verify::verify_index(
+            &self.inner.index,
+            &self.inner.commit_log,
+            self.readable_end(),
+        )
     }
 
     /// The record at a commit-log offset.
     pub fn read_at(&self, commitlog_offset: i64) -> Result<StoredMessage> {
         self.check_open()?;
-        let offset = u64::try_from(commitlog_offset).map_err(|_| Error::invalid("commitlog_offset", "is negative"))?;
+        let offset = u64::try_from(commitlog_offset)
+            .map_err(|_| Error::invalid("commitlog_offset", "is negative"))?;
         if offset >= self.readable_end() && offset < self.inner.commit_log.write_offset() {
-            return Err(Error::OffsetOutOfRange { what: "commit-log", offset: commitlog_offset, min: self.inner.commit_log.min_offset() as i64, max: self.readable_end() as i64 });
+            return Err(Error::OffsetOutOfRange {
+                what: "commit-log",
+                offset: commitlog_offset,
+                min: self.inner.commit_log.min_offset() as i64,
+                max: self.readable_end() as i64,
+            });
         }
         let record = self.inner.commit_log.read(offset, true)?;
         Ok(StoredMessage::from_record(&record.view()))
@@ -396,21 +566,34 @@ impl Store {
         self.check_open()?;
         self.known_topic(topic)?;
         validate_queue_id(queue_id)?;
-        Ok(self.inner.queues.get(topic, queue_id).map_or(0, |queue| queue.min_offset()))
+        Ok(self
+            .inner
+            .queues
+            .get(topic, queue_id)
+            .map_or(0, |queue| queue.min_offset()))
     }
 
     pub fn max_offset(&self, topic: &str, queue_id: i32) -> Result<i64> {
         self.check_open()?;
         self.known_topic(topic)?;
         validate_queue_id(queue_id)?;
-        Ok(self.inner.queues.get(topic, queue_id).map_or(0, |queue| queue.max_offset()))
+        Ok(self
+            .inner
+            .queues
+            .get(topic, queue_id)
+            .map_or(0, |queue| queue.max_offset()))
     }
 
     /// Topics the store knows: configured ones and any with a consume queue.
     pub fn topics(&self) -> Result<Vec<String>> {
         self.check_open()?;
         let mut topics: BTreeSet<String> = self.inner.queues.topics().into_iter().collect();
-        topics.extend(self.inner.topics().topics().map(|config| config.topic_name.clone()));
+        topics.extend(
+            self.inner
+                .topics()
+                .topics()
+                .map(|config| config.topic_name.clone()),
+        );
         Ok(topics.into_iter().collect())
     }
 
@@ -418,8 +601,19 @@ impl Store {
     pub fn queue_count(&self, topic: &str) -> Result<i32> {
         self.check_open()?;
         self.known_topic(topic)?;
-        let configured = self.inner.topics().get(topic).map_or(0, |config| config.queue_count());
-        let existing = self.inner.queues.queues_of(topic).iter().map(|queue| queue.queue_id() + 1).max().unwrap_or(0);
+        let configured = self
+            .inner
+            .topics()
+            .get(topic)
+            .map_or(0, |config| config.queue_count());
+        let existing = self
+            .inner
+            .queues
+            .queues_of(topic)
+            .iter()
+            .map(|queue| queue.queue_id() + 1)
+            .max()
+            .unwrap_or(0);
         Ok(configured.max(existing))
     }
 
@@ -427,7 +621,10 @@ impl Store {
         self.check_writable()?;
         validate_topic(topic)?;
         if !(1..=MAX_QUEUE_ID + 1).contains(&queues) {
-            return Err(Error::invalid("queues", format!("{queues} is not between 1 and {}", MAX_QUEUE_ID + 1)));
+            return Err(Error::invalid(
+                "queues",
+                format!("{queues} is not between 1 and {}", MAX_QUEUE_ID + 1),
+            ));
         }
         let _writer = self.inner.write_guard();
         let mut table = self.inner.topics();
@@ -454,7 +651,13 @@ impl Store {
         Ok(())
     }
 
-    pub fn commit_offset(&self, group: &str, topic: &str, queue_id: i32, offset: i64) -> Result<()> {
+    pub fn commit_offset(
+        &self,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+    ) -> Result<()> {
         self.check_writable()?;
         validate_group(group)?;
         validate_topic(topic)?;
@@ -472,7 +675,12 @@ impl Store {
         validate_group(group)?;
         validate_topic(topic)?;
         validate_queue_id(queue_id)?;
-        Ok(self.inner.offsets.lock().expect("offset table lock").get(group, topic, queue_id))
+        Ok(self
+            .inner
+            .offsets
+            .lock()
+            .expect("offset table lock")
+            .get(group, topic, queue_id))
     }
 
     /// Flush everything written so far and refresh the checkpoint.
@@ -489,7 +697,11 @@ impl Store {
     /// Entries that recovery of a read-only store had to hide count as differences.
     pub fn verify(&self) -> Result<crate::verify::VerifyReport> {
         self.check_open()?;
-        let mut report = crate::verify::verify(&self.inner.commit_log, &self.inner.queues, self.readable_end())?;
+        let mut report = crate::verify::verify(
+            &self.inner.commit_log,
+            &self.inner.queues,
+            self.readable_end(),
+        )?;
         let hidden = self.inner.recovery_report.consume_queue_entries_removed;
         if self.inner.options.read_only && hidden > 0 {
             report.difference_count += hidden;
@@ -511,7 +723,9 @@ impl Store {
         let mut dispatched = 0u64;
         let start = self.inner.commit_log.min_offset();
         self.inner.commit_log.scan(start, false, |_, view| {
-            if dispatch_to_consume_queue(&self.inner.queues, view)? == crate::dispatch::Dispatched::Appended {
+            if dispatch_to_consume_queue(&self.inner.queues, view)?
+                == crate::dispatch::Dispatched::Appended
+            {
                 dispatched += 1;
             }
             Ok(None)
@@ -535,11 +749,25 @@ impl Store {
             return Ok(());
         }
         self.inner.flush.stop();
+        *self.inner.background_stop.0.lock().expect("stop lock") = true;
+        self.inner.background_stop.1.notify_all();
+        if let Some(thread) = self
+            .retention_thread
+            .lock()
+            .expect("retention thread lock")
+            .take()
+        {
+            let _ = thread.join();
+        }
         self.inner.index.shutdown();
         if let Some(thread) = self.flush_thread.lock().expect("flush thread lock").take() {
             let _ = thread.join();
         }
-        let outcome = if self.inner.options.read_only { Ok(()) } else { self.inner.shut_down_cleanly() };
+        let outcome = if self.inner.options.read_only {
+            Ok(())
+        } else {
+            self.inner.shut_down_cleanly()
+        };
         self.inner.lock.lock().expect("store lock").take();
         outcome
     }
@@ -555,7 +783,10 @@ fn validate_queue_id(queue_id: i32) -> Result<()> {
     if (0..=MAX_QUEUE_ID).contains(&queue_id) {
         Ok(())
     } else {
-        Err(Error::invalid("queue_id", format!("{queue_id} is not between 0 and {MAX_QUEUE_ID}")))
+        Err(Error::invalid(
+            "queue_id",
+            format!("{queue_id} is not between 0 and {MAX_QUEUE_ID}"),
+        ))
     }
 }
 
@@ -572,7 +803,11 @@ impl StoreInner {
     /// the default queue count.
     fn ensure_topic(&self, topic: &str, queues: i32) -> Result<()> {
         let mut table = self.topics();
-        let wanted = if table.get(topic).is_none() { queues.max(self.options.default_queue_count) } else { queues };
+        let wanted = if table.get(topic).is_none() {
+            queues.max(self.options.default_queue_count)
+        } else {
+            queues
+        };
         if table.ensure(topic, wanted) {
             table.persist()?;
         }
@@ -608,15 +843,120 @@ impl StoreInner {
         checkpoint.store(&self.root)
     }
 
+    /// A new segment that cannot be allocated (ENOSPC, EDQUOT) becomes the same
+    /// `DiskFull` error the usage threshold gives, naming the store, the usage and the
+    /// threshold, and the store refuses writes until usage falls.
+    fn explain_disk_full(&self, error: Error) -> Error {
+        let Error::Io { source, .. } = &error else {
+            return error;
+        };
+        if !matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+            return error;
+        }
+        let threshold = self.options.retention.disk_space_warning_level_ratio;
+        let usage = self.disk.refresh().map_or(1.0, |usage| usage.ratio);
+        Error::DiskFull {
+            path: self.root.clone(),
+            usage,
+            threshold,
+        }
+    }
+
+    fn retention_loop(&self) {
+        let interval = Duration::from_millis(self.options.retention.check_interval_ms);
+        loop {
+            {
+                let stopped = self.background_stop.0.lock().expect("stop lock");
+                let stopped = self
+                    .background_stop
+                    .1
+                    .wait_timeout(stopped, interval)
+                    .expect("stop lock")
+                    .0;
+                if *stopped {
+                    return;
+                }
+            }
+            let Ok(usage) = self.disk.refresh() else {
+                continue;
+            };
+            let options = &self.options.retention;
+            let now = now_millis();
+            let due = options
+                .delete_when
+                .contains(&crate::retention::local_hour(now))
+                || usage.ratio > options.disk_max_used_space_ratio;
+            if due {
+                // Failures show in the next explicit run's report; the thread keeps going.
+                let _ = self.run_retention(now, false);
+            }
+        }
+    }
+
+    fn run_retention(&self, now_ms: i64, requested: bool) -> Result<RetentionReport> {
+        let _one_run = self.retention_lock.lock().expect("retention lock");
+        let options = &self.options.retention;
+        let usage = self.disk.usage()?;
+        let segments = self.commit_log.segments().segments();
+        let (to_delete, kept) =
+            crate::retention::plan(&segments, options, usage.ratio, now_ms, requested);
+        drop(segments);
+        let mut deleted = Vec::with_capacity(to_delete.len());
+        for (index, (segment, reason)) in to_delete.into_iter().enumerate() {
+            if index > 0 {
+                crate::retention::pause_between_deletions(options);
+            }
+            let start = segment.start_offset();
+            let path = segment.path().to_path_buf();
+            drop(segment);
+            if self.commit_log.segments().remove_first_if(start)?.is_some() {
+                deleted.push(SegmentDecision {
+                    path,
+                    start_offset: start,
+                    reason,
+                });
+            }
+        }
+        let commitlog_min_offset = self.commit_log.min_offset();
+        let mut consume_queue_files_deleted = 0;
+        if !deleted.is_empty() {
+            let _writer = self.write_guard();
+            for queue in self.queues.all() {
+                consume_queue_files_deleted += queue.drop_below(commitlog_min_offset as i64)?;
+            }
+        }
+        let index_files_deleted = if deleted.is_empty() {
+            0
+        } else {
+            self.index.delete_files_below(commitlog_min_offset as i64)?
+        };
+        let disk_usage = self.disk.refresh()?;
+        Ok(RetentionReport {
+            deleted,
+            kept,
+            commitlog_min_offset,
+            consume_queue_files_deleted,
+            index_files_deleted,
+            disk_usage,
+        })
+    }
+
     fn flush_loop(&self) {
         let sync = self.options.flush_mode == FlushMode::Sync;
-        let interval = if sync { SYNC_FLUSH_POLL } else { Duration::from_millis(self.options.flush_interval_ms) };
+        let interval = if sync {
+            SYNC_FLUSH_POLL
+        } else {
+            Duration::from_millis(self.options.flush_interval_ms)
+        };
         let thorough = Duration::from_millis(self.options.flush_thorough_interval_ms);
         let least_bytes = (self.options.flush_least_pages * 4096) as u64;
         let mut last_thorough = Instant::now();
         let mut last_checkpoint = Instant::now();
         while self.flush.wait_for_work(interval) {
-            let dirty = self.commit_log.write_offset().saturating_sub(self.flush.flushed_offset());
+            let dirty = self
+                .commit_log
+                .write_offset()
+                .saturating_sub(self.flush.flushed_offset());
             let due = sync || dirty >= least_bytes || last_thorough.elapsed() >= thorough;
             if due && dirty > 0 {
                 if self.flush_log().is_err() {
