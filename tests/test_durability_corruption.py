@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 import rmq
 from rmq.errors import CorruptRecordError
 
@@ -28,7 +27,9 @@ def write_store(path: Path, seed: int) -> Written:
             queue_id = index % 3
             body = generator.randbytes(generator.choice([1, 40, 300, 900]))
             result = store.put("Damage", body, queue_id=queue_id, tags="t", keys=[f"k{index}"])
-            written.append((queue_id, result.queue_offset, body, result.commitlog_offset, result.store_size))
+            written.append(
+                (queue_id, result.queue_offset, body, result.commitlog_offset, result.store_size)
+            )
     return written
 
 
@@ -94,7 +95,9 @@ DAMAGE: dict[str, Callable[[bytearray, random.Random], None]] = {
 }
 
 
-def damage_record(path: Path, log_offset: int, size: int, damage: Callable[..., None], seed: int) -> None:
+def damage_record(
+    path: Path, log_offset: int, size: int, damage: Callable[..., None], seed: int
+) -> None:
     segment, position = locate(path, log_offset)
     data = bytearray(segment.read_bytes())
     record = data[position : position + size]
@@ -106,7 +109,11 @@ def damage_record(path: Path, log_offset: int, size: int, damage: Callable[..., 
 def store_state(path: Path) -> tuple[int, list[int], list[bytes]]:
     with rmq.Store(path, **OPTIONS) as store:
         bodies = [m.body for q in range(3) for m in store.get("Damage", q, 0, 1000)]
-        return store.commitlog_max_offset(), [store.max_offset("Damage", q) for q in range(3)], bodies
+        return (
+            store.commitlog_max_offset(),
+            [store.max_offset("Damage", q) for q in range(3)],
+            bodies,
+        )
 
 
 def assert_cut_exactly_before(path: Path, written: Written, victim: int) -> None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import rmq
+
 from tests.support.crash_writer import body_for
 
 ITERATIONS = int(os.environ.get("RMQ_SOAK", "12"))

@@ -7,7 +7,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 import rmq
 from rmq.errors import FlushFailedError
 
@@ -44,7 +43,7 @@ def test_injected_flush_failure_fails_pending_puts_and_refuses_later_ones(tmp_pa
         store.put_batch("Flush", 0, [b"after"])
     # Reads still work: the ten acknowledged messages are there.
     assert [m.body for m in store.get("Flush", 0, 0, 10)] == [b"before"] * 10
-    del store
+    store.close()
 
 
 def test_second_opener_gets_a_clear_error(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import rmq
+
 from tests.support.power_loss import crash_copy
 
 OPTIONS = {"commitlog_segment_size": 32 * 1024, "consume_queue_entries_per_file": 32}
@@ -22,7 +23,12 @@ def test_sync_flush_loses_nothing_acknowledged(tmp_path: Path) -> None:
         lock = threading.Lock()
         store = rmq.Store(source, flush_disk_type="SYNC_FLUSH", **OPTIONS)
 
-        def write(queue_id: int, store: rmq.Store = store) -> None:
+        def write(
+            queue_id: int,
+            store: rmq.Store = store,
+            lock: threading.Lock = lock,
+            acknowledged: list[tuple[int, int, bytes]] = acknowledged,
+        ) -> None:
             for index in range(150):
                 body = generator.randbytes(generator.choice([0, 10, 500, 2000]))
                 result = store.put("Power", body, queue_id=queue_id, keys=[f"k{index}"])
@@ -49,7 +55,9 @@ def test_sync_flush_loses_nothing_acknowledged(tmp_path: Path) -> None:
 
 def test_async_flush_reports_exactly_the_lost_range(tmp_path: Path) -> None:
     source, target = tmp_path / "live", tmp_path / "crashed"
-    store = rmq.Store(source, flush_interval_ms=60_000, flush_thorough_interval_ms=60_000, **OPTIONS)
+    store = rmq.Store(
+        source, flush_interval_ms=60_000, flush_thorough_interval_ms=60_000, **OPTIONS
+    )
     first = [store.put("Async", f"durable-{i}".encode()) for i in range(100)]
     store.flush()
     flushed = store.flushed_offset()

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import rmq
 from rmq.errors import DiskFullError, OffsetOutOfRangeError
 
@@ -171,7 +170,9 @@ def test_concurrent_readers_never_crash_or_see_torn_records(tmp_path: Path) -> N
                 reads[0] += 1
                 if message.body != body(queue_id, message.queue_offset):
                     problems.append(f"torn or wrong record at {queue_id}/{message.queue_offset}")
-            offset = messages[-1].queue_offset + 1 if messages else store.min_offset("Ret", queue_id)
+            offset = (
+                messages[-1].queue_offset + 1 if messages else store.min_offset("Ret", queue_id)
+            )
 
     readers = [threading.Thread(target=reader, args=(q,)) for q in (0, 1, 0, 1)]
     for thread in readers:

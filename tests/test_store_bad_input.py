@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import rmq
 from rmq.errors import InvalidArgumentError
 
@@ -15,7 +14,19 @@ def commit_log_bytes(path: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted((path / "commitlog").glob("*")))
 
 
-BAD_TOPICS = ["", "..", "../escape", "a/b", "a\\b", "a.b", "with space", "tab\t", "é", "x" * 128, "nul\0"]
+BAD_TOPICS = [
+    "",
+    "..",
+    "../escape",
+    "a/b",
+    "a\\b",
+    "a.b",
+    "with space",
+    "tab\t",
+    "é",
+    "x" * 128,
+    "nul\0",
+]
 
 
 @pytest.mark.parametrize("topic", BAD_TOPICS)
@@ -68,7 +79,11 @@ def test_oversized_body_is_refused(tmp_path: Path) -> None:
             store.put("Topic", b"x" * (4 * 1024 * 1024 + 1))
         assert raised.value.argument == "body"
         assert "4194304" in str(raised.value)
+
+
+def test_configured_body_limit_is_enforced(tmp_path: Path) -> None:
     with rmq.Store(tmp_path, max_message_size=100) as store:
+        store.put("Topic", b"x" * 100)
         with pytest.raises(InvalidArgumentError):
             store.put("Topic", b"x" * 101)
 

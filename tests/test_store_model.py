@@ -6,11 +6,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import rmq
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
-import rmq
 
 TOPICS = st.sampled_from(["A", "B", "%RETRY%g", "x-y_z"])
 QUEUES = st.integers(min_value=0, max_value=3)
@@ -28,7 +27,9 @@ class StoreModel(RuleBasedStateMachine):
         self.model: dict[tuple[str, int], list[tuple[bytes, str | None, list[str]]]] = {}
 
     @rule(topic=TOPICS, queue_id=QUEUES, body=BODIES, tags=TAGS, keys=KEYS)
-    def put(self, topic: str, queue_id: int, body: bytes, tags: str | None, keys: list[str]) -> None:
+    def put(
+        self, topic: str, queue_id: int, body: bytes, tags: str | None, keys: list[str]
+    ) -> None:
         result = self.store.put(topic, body, queue_id=queue_id, tags=tags, keys=keys)
         queue = self.model.setdefault((topic, queue_id), [])
         assert result.queue_offset == len(queue)

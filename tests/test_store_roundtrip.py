@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 import rmq
 from rmq.errors import OffsetOutOfRangeError
 

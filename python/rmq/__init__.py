@@ -4,6 +4,8 @@
 native engine; ``rmq.errors`` holds every exception it raises.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from rmq import errors
 from rmq._rmqcore import (
     DiskUsage,
@@ -19,7 +21,22 @@ from rmq._rmqcore import (
     java_string_hash,
 )
 
+if TYPE_CHECKING:
+    from rmq.client import Client
+
+
+def __getattr__(name: str) -> Any:
+    # The gRPC client is imported on first use so that embedding a store does not load
+    # grpc.
+    if name == "Client":
+        from rmq.client import Client
+
+        return Client
+    raise AttributeError(f"module 'rmq' has no attribute {name!r}")
+
+
 __all__ = [
+    "Client",
     "DiskUsage",
     "Message",
     "PullResult",

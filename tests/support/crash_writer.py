@@ -33,7 +33,9 @@ def main() -> None:
         while True:
             seed += 1
             body = body_for(queue_id, seed)
-            result = store.put("Crash", body, queue_id=queue_id, tags=f"t{seed % 3}", keys=[f"k{seed}"])
+            result = store.put(
+                "Crash", body, queue_id=queue_id, tags=f"t{seed % 3}", keys=[f"k{seed}"]
+            )
             with lock:
                 sys.stdout.write(f"{queue_id} {result.queue_offset} {seed}\n")
                 sys.stdout.flush()

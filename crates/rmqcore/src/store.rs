@@ -763,7 +763,10 @@ impl Store {
         if let Some(thread) = self.flush_thread.lock().expect("flush thread lock").take() {
             let _ = thread.join();
         }
-        let outcome = if self.inner.options.read_only {
+        // After a failed flush the files cannot be closed cleanly: `abort` stays, so the
+        // next open recovers them.
+        let failed = self.inner.flush.failure().is_some();
+        let outcome = if self.inner.options.read_only || failed {
             Ok(())
         } else {
             self.inner.shut_down_cleanly()
@@ -867,6 +870,9 @@ impl StoreInner {
         loop {
             {
                 let stopped = self.background_stop.0.lock().expect("stop lock");
+                if *stopped {
+                    return;
+                }
                 let stopped = self
                     .background_stop
                     .1

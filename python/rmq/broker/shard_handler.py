@@ -29,9 +29,6 @@ from rmq.broker.validation import (
 )
 from rmq.proto.v1 import broker_pb2 as pb
 
-# How often a long poll whose tag filter skipped everything looks again, at most.
-_FILTERED_RESCANS = 8
-
 
 class ShardHandler:
     """Thread-safe: the gRPC server calls it from many threads; the stores are thread-safe
@@ -144,11 +141,11 @@ class ShardHandler:
         wait_ms = bounded(request.wait_ms, 0, limits.max_wait_ms, "wait_ms")
         if time_left is not None:
             wait_ms = max(0, min(wait_ms, int((time_left - 0.2) * 1000)))
-        tags = set(request.tags)
+        tags = list(request.tags) or None
         deadline = time.monotonic() + wait_ms / 1000
         key = (topic, queue_id)
         offset = request.offset
-        for _ in range(_FILTERED_RESCANS):
+        while True:
             version = self._signals.version(key)
             max_offset = store.max_offset(topic, queue_id)
             if offset > max_offset:
@@ -160,48 +157,27 @@ class ShardHandler:
                     min_offset,
                     max_offset,
                 )
-            if offset == max_offset:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._signals.wait(key, version, remaining):
-                    break
-            found = store.get(topic, queue_id, offset, max_messages)
-            if not found:
-                break
-            kept, offset = self._trim(found, tags, max_bytes)
-            if kept or time.monotonic() >= deadline:
-                return self._pull_response(store, topic, queue_id, kept, offset)
-        return self._pull_response(store, topic, queue_id, [], offset)
-
-    @staticmethod
-    def _trim(
-        found: list[rmq.Message], tags: set[str], max_bytes: int
-    ) -> tuple[list[rmq.Message], int]:
-        """Messages that pass the tag filter and fit in ``max_bytes`` (at least one), and
-        the offset after the last message looked at."""
-        kept: list[rmq.Message] = []
-        size = 0
-        next_offset = found[0].queue_offset
-        for message in found:
-            if tags and message.tags not in tags:
-                next_offset = message.queue_offset + 1
+            if offset < max_offset:
+                result = store.pull(
+                    topic, queue_id, offset, max_messages, tags=tags, max_bytes=max_bytes
+                )
+                # Only tag-filtered entries examined: look further while time is left.
+                if result.messages or time.monotonic() >= deadline:
+                    return pb.PullResponse(
+                        messages=[convert.stored_message(m) for m in result.messages],
+                        next_offset=result.next_offset,
+                        min_offset=result.min_offset,
+                        max_offset=result.max_offset,
+                    )
+                offset = result.next_offset
                 continue
-            size += len(message.body)
-            if kept and size > max_bytes:
-                break
-            kept.append(message)
-            next_offset = message.queue_offset + 1
-        return kept, next_offset
-
-    @staticmethod
-    def _pull_response(
-        store: rmq.Store, topic: str, queue_id: int, kept: list[rmq.Message], next_offset: int
-    ) -> pb.PullResponse:
-        return pb.PullResponse(
-            messages=[convert.stored_message(m) for m in kept],
-            next_offset=next_offset,
-            min_offset=store.min_offset(topic, queue_id),
-            max_offset=store.max_offset(topic, queue_id),
-        )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._signals.wait(key, version, remaining):
+                return pb.PullResponse(
+                    next_offset=offset,
+                    min_offset=store.min_offset(topic, queue_id),
+                    max_offset=max_offset,
+                )
 
     def queue_offsets(self, request: pb.QueueOffsetsRequest) -> pb.QueueOffsetsResponse:
         store = self._store_for(request.topic, request.queue_id)
@@ -265,10 +241,10 @@ class ShardHandler:
         return pb.QueryByKeyResponse(messages=[convert.stored_message(m) for m in found[:limit]])
 
     def get_by_msg_id(self, request: pb.GetByMsgIdRequest) -> pb.GetByMsgIdResponse:
-        host, port, _ = parse_msg_id(request.msg_id)
+        host, port, offset = parse_msg_id(request.msg_id)
         for shard, store in sorted(self._stores.items()):
             if store_host_for(shard) == f"{host}:{port}":
-                message = _engine_method(store, "get_by_msg_id")(request.msg_id.upper())
+                message = _message_by_id(store, request.msg_id.upper(), offset)
                 return pb.GetByMsgIdResponse(message=convert.stored_message(message))
         raise errors.NotFoundError(
             f"msg_id {request.msg_id} names store host {host}:{port}, "
@@ -295,6 +271,21 @@ def store_host_for(shard: int) -> str:
     that stored it (RocketMQ's msgId is store host, port and commit-log offset).
     """
     return f"127.0.0.1:{10911 + shard}"
+
+
+def _message_by_id(store: rmq.Store, msg_id: str, offset: int) -> rmq.Message:
+    """``Store.get_by_msg_id`` when the engine has it; else the record at the id's offset,
+    checked to carry that id (an id is client input: a wrong offset is "not found")."""
+    if hasattr(store, "get_by_msg_id"):
+        message: rmq.Message = store.get_by_msg_id(msg_id)
+        return message
+    try:
+        message = store.get_at(offset)
+    except (errors.CorruptRecordError, errors.OffsetOutOfRangeError) as error:
+        raise errors.NotFoundError(f"no message has msg_id {msg_id}: {error}") from error
+    if message.msg_id.upper() != msg_id:
+        raise errors.NotFoundError(f"no message has msg_id {msg_id}")
+    return message
 
 
 def _engine_method(store: rmq.Store, name: str) -> Any:

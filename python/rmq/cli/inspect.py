@@ -70,7 +70,7 @@ def _segments(directory: Path) -> list[dict[str, Any]]:
 
 
 def index_headers(root: Path) -> list[dict[str, Any]]:
-    headers = []
+    headers: list[dict[str, Any]] = []
     for path in sorted((root / "index").glob("*")) if (root / "index").is_dir() else []:
         if not path.is_file():
             continue

@@ -8,6 +8,7 @@ batch may have been stored the first time, so delivery is at least once.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import zlib
@@ -76,7 +77,8 @@ class Producer:
         self._pending = 0
         self._flushing = 0
         self._closed = False
-        self._next_queue: dict[str, int] = {}
+        self._next_queue: dict[str, itertools.count[int]] = {}
+        self._queue_counts: dict[str, int] = {}
         self._sender = threading.Thread(target=self._run, name="rmq-producer", daemon=True)
         self._sender.start()
 
@@ -122,11 +124,13 @@ class Producer:
                 batch = _Batch(key)
                 batches.append(batch)
                 self._cond.notify()
-            message = batch.request.messages.add(
-                body=body, keys=keys or (), properties=properties or {}
-            )
+            message = batch.request.messages.add(body=body)
             if tags is not None:
                 message.tags = tags
+            if keys:
+                message.keys.extend(keys)
+            if properties:
+                message.properties.update(properties)
             batch.futures.append(future)
             batch.bytes += size
             self._buffered += size
@@ -206,14 +210,16 @@ class Producer:
     ) -> int:
         if queue_id is not None:
             return queue_id
-        count = len(self._client.route(topic).queues)
+        count = self._queue_counts.get(topic)
+        if count is None:
+            count = self._queue_counts[topic] = len(self._client.route(topic).queues)
         if sharding_key is not None:
             raw = sharding_key.encode() if isinstance(sharding_key, str) else sharding_key
             return zlib.crc32(raw) % count
-        with self._cond:
-            queue = self._next_queue.get(topic, 0) % count
-            self._next_queue[topic] = queue + 1
-        return queue
+        counter = self._next_queue.get(topic)
+        if counter is None:
+            counter = self._next_queue.setdefault(topic, itertools.count())
+        return next(counter) % count  # itertools.count is atomic under the GIL
 
     def _due(self) -> tuple[list[_Batch], bool]:
         """Batches to send now, and whether the sender should exit. Called under the lock;
@@ -270,6 +276,7 @@ class Producer:
             route = self._client.route(topic, refresh=batch.refresh_route)
             if queue_id >= len(route.queues):
                 route = self._client.route(topic, refresh=True)
+            self._queue_counts[topic] = len(route.queues)
             if queue_id >= len(route.queues) or queue_id < 0:
                 raise errors.InvalidArgumentError(
                     f"queue {queue_id} does not exist; topic {topic!r} has "

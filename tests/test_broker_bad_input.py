@@ -1,0 +1,498 @@
+"""Reliability promise 11 against a running broker: every malformed request gets a precise
+status and message, nothing is stored, and every shard keeps serving."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import rmq
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from rmq.cluster.local import LocalBroker
+from rmq.proto.v1 import broker_pb2 as pb
+from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
+
+MiB = 1024 * 1024
+TOPIC = "good"
+
+
+class Broker:
+    def __init__(self, local: LocalBroker) -> None:
+        self.local = local
+        self.route_channel = grpc.insecure_channel(local.endpoint)
+        self.route = pb_grpc.RouteStub(self.route_channel)
+        layout = self.route.CreateTopic(pb.CreateTopicRequest(topic=TOPIC, queues=8))
+        self.endpoints = {q.queue_id: q.endpoint for q in layout.queues}
+        self.channels = {e: grpc.insecure_channel(e) for e in set(self.endpoints.values())}
+        # A shard process and a queue it serves, and a queue it does not.
+        self.shard_endpoint = self.endpoints[0]
+        self.shard = pb_grpc.ShardStub(self.channels[self.shard_endpoint])
+        self.local_queue = 0
+        self.foreign_queue = next(q for q, e in self.endpoints.items() if e != self.shard_endpoint)
+        self.shard.Send(pb.SendRequest(topic=TOPIC, queue_id=0, messages=[pb.Message(body=b"x")]))
+
+    def raw(self, service: str, method: str) -> Callable[..., bytes]:
+        channel = self.route_channel if service == "Route" else self.channels[self.shard_endpoint]
+        return channel.unary_unary(f"/rmq.v1.{service}/{method}")
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the broker stores, read beside it through read-only stores."""
+        data = self.local.data_dir
+        state: dict[str, Any] = {
+            "files": sorted(
+                str(p)
+                for p in data.parent.rglob("*")
+                if "serve.log" not in p.name and p.name != "serve.json"
+            )
+        }
+        for shard in sorted(data.glob("shard-*")):
+            with rmq.Store(shard, read_only=True) as store:
+                state[shard.name] = (
+                    store.commitlog_max_offset(),
+                    sorted(store.topics()),
+                    [store.max_offset(TOPIC, q) for q in range(8)],
+                )
+        return state
+
+    def close(self) -> None:
+        for channel in [self.route_channel, *self.channels.values()]:
+            channel.close()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    with LocalBroker(tmp_path_factory.mktemp("bad-input") / "data", shards=2) as local:
+        broker = Broker(local)
+        yield broker
+        broker.close()
+
+
+def message(**fields: Any) -> pb.Message:
+    return pb.Message(body=fields.pop("body", b"body"), **fields)
+
+
+def send(
+    queue_id: int = 0, topic: str = TOPIC, messages: list[pb.Message] | None = None
+) -> pb.SendRequest:
+    return pb.SendRequest(
+        topic=topic, queue_id=queue_id, messages=messages if messages is not None else [message()]
+    )
+
+
+OK = grpc.StatusCode
+CASES: list[tuple[str, str, str, Any, grpc.StatusCode, str]] = [
+    # (case, service, method, request, code, part of the message)
+    ("empty topic", "Shard", "Send", send(topic=""), OK.INVALID_ARGUMENT, "topic name is empty"),
+    ("dot-dot topic", "Shard", "Send", send(topic=".."), OK.INVALID_ARGUMENT, "contains '.'"),
+    ("slash topic", "Shard", "Send", send(topic="a/b"), OK.INVALID_ARGUMENT, "contains '/'"),
+    (
+        "climbing topic",
+        "Shard",
+        "Send",
+        send(topic="../../etc"),
+        OK.INVALID_ARGUMENT,
+        "contains '.'",
+    ),
+    (
+        "long topic",
+        "Shard",
+        "Send",
+        send(topic="t" * 128),
+        OK.INVALID_ARGUMENT,
+        "128 bytes, more than 127",
+    ),
+    ("space topic", "Shard", "Send", send(topic="a b"), OK.INVALID_ARGUMENT, "contains ' '"),
+    ("unicode topic", "Shard", "Send", send(topic="caf\u00e9"), OK.INVALID_ARGUMENT, "contains"),
+    ("nul topic", "Shard", "Send", send(topic="a\x00b"), OK.INVALID_ARGUMENT, "contains"),
+    (
+        "unknown topic",
+        "Shard",
+        "Send",
+        send(topic="nosuchtopic"),
+        OK.NOT_FOUND,
+        "'nosuchtopic' does not exist",
+    ),
+    (
+        "oversized body",
+        "Shard",
+        "Send",
+        send(messages=[message(body=b"b" * (4 * MiB + 1))]),
+        OK.INVALID_ARGUMENT,
+        "4194305 bytes, more than the limit of 4194304",
+    ),
+    (
+        "too many messages",
+        "Shard",
+        "Send",
+        send(messages=[message(body=b"")] * 8193),
+        OK.INVALID_ARGUMENT,
+        "8193 messages, more than the limit of 8192",
+    ),
+    (
+        "batch too large",
+        "Shard",
+        "Send",
+        send(messages=[message(body=b"b" * (3 * MiB + MiB // 4))] * 5),
+        OK.INVALID_ARGUMENT,
+        "add up to",
+    ),
+    (
+        "request over gRPC's limit",
+        "Shard",
+        "Send",
+        send(messages=[message(body=b"b" * (4 * MiB))] * 5),
+        OK.RESOURCE_EXHAUSTED,
+        "larger than max",
+    ),
+    ("empty batch", "Shard", "Send", send(messages=[]), OK.INVALID_ARGUMENT, "no messages"),
+    (
+        "separator in property name",
+        "Shard",
+        "Send",
+        send(messages=[message(properties={"a\x01b": "v"})]),
+        OK.INVALID_ARGUMENT,
+        "separates properties",
+    ),
+    (
+        "separator in property value",
+        "Shard",
+        "Send",
+        send(messages=[message(properties={"a": "v\x02w"})]),
+        OK.INVALID_ARGUMENT,
+        "separates properties",
+    ),
+    (
+        "separator in tags",
+        "Shard",
+        "Send",
+        send(messages=[message(tags="t\x01")]),
+        OK.INVALID_ARGUMENT,
+        "separates properties",
+    ),
+    (
+        "separator in key",
+        "Shard",
+        "Send",
+        send(messages=[message(keys=["k\x02"])]),
+        OK.INVALID_ARGUMENT,
+        "separates properties",
+    ),
+    (
+        "space in key",
+        "Shard",
+        "Send",
+        send(messages=[message(keys=["a b"])]),
+        OK.INVALID_ARGUMENT,
+        "contains a space",
+    ),
+    (
+        "reserved property",
+        "Shard",
+        "Send",
+        send(messages=[message(properties={"KEYS": "k"})]),
+        OK.INVALID_ARGUMENT,
+        "reserved",
+    ),
+    (
+        "empty property value",
+        "Shard",
+        "Send",
+        send(messages=[message(properties={"a": ""})]),
+        OK.INVALID_ARGUMENT,
+        "empty value",
+    ),
+    (
+        "negative queue",
+        "Shard",
+        "Send",
+        send(queue_id=-1),
+        OK.INVALID_ARGUMENT,
+        "queue_id -1 is negative",
+    ),
+    ("queue past the count", "Shard", "Send", send(queue_id=8), OK.OUT_OF_RANGE, "has 8 queues"),
+    ("queue of another shard", "Shard", "Send", None, OK.FAILED_PRECONDITION, "refresh the route"),
+    (
+        "negative pull offset",
+        "Shard",
+        "Pull",
+        pb.PullRequest(topic=TOPIC, queue_id=0, offset=-1),
+        OK.INVALID_ARGUMENT,
+        "offset -1 is negative",
+    ),
+    (
+        "pull past the end",
+        "Shard",
+        "Pull",
+        pb.PullRequest(topic=TOPIC, queue_id=0, offset=1000),
+        OK.OUT_OF_RANGE,
+        "past the end",
+    ),
+    (
+        "negative max messages",
+        "Shard",
+        "Pull",
+        pb.PullRequest(topic=TOPIC, queue_id=0, max_messages=-5),
+        OK.INVALID_ARGUMENT,
+        "max_messages -5",
+    ),
+    (
+        "negative wait",
+        "Shard",
+        "Pull",
+        pb.PullRequest(topic=TOPIC, queue_id=0, wait_ms=-1),
+        OK.INVALID_ARGUMENT,
+        "wait_ms -1",
+    ),
+    (
+        "pull negative queue",
+        "Shard",
+        "Pull",
+        pb.PullRequest(topic=TOPIC, queue_id=-7),
+        OK.INVALID_ARGUMENT,
+        "negative",
+    ),
+    (
+        "pull unknown topic",
+        "Shard",
+        "Pull",
+        pb.PullRequest(topic="nosuchtopic"),
+        OK.NOT_FOUND,
+        "does not exist",
+    ),
+    (
+        "offsets of a queue past the count",
+        "Shard",
+        "QueueOffsets",
+        pb.QueueOffsetsRequest(topic=TOPIC, queue_id=99),
+        OK.OUT_OF_RANGE,
+        "has 8 queues",
+    ),
+    (
+        "bad group",
+        "Shard",
+        "CommitOffsets",
+        pb.CommitOffsetsRequest(
+            group="../g", topic=TOPIC, offsets=[pb.QueueOffset(queue_id=0, offset=0)]
+        ),
+        OK.INVALID_ARGUMENT,
+        "group name",
+    ),
+    (
+        "commit past the end",
+        "Shard",
+        "CommitOffsets",
+        pb.CommitOffsetsRequest(
+            group="g", topic=TOPIC, offsets=[pb.QueueOffset(queue_id=0, offset=99)]
+        ),
+        OK.OUT_OF_RANGE,
+        "ends at 1",
+    ),
+    (
+        "commit negative offset",
+        "Shard",
+        "CommitOffsets",
+        pb.CommitOffsetsRequest(
+            group="g", topic=TOPIC, offsets=[pb.QueueOffset(queue_id=0, offset=-2)]
+        ),
+        OK.INVALID_ARGUMENT,
+        "negative",
+    ),
+    (
+        "bad msg id",
+        "Shard",
+        "GetByMsgId",
+        pb.GetByMsgIdRequest(msg_id="zz"),
+        OK.INVALID_ARGUMENT,
+        "hex digits",
+    ),
+    (
+        "foreign msg id",
+        "Shard",
+        "GetByMsgId",
+        pb.GetByMsgIdRequest(msg_id="0A0000010000000100000000000000FF"),
+        OK.NOT_FOUND,
+        "not a shard of this process",
+    ),
+    (
+        "bad host assignment",
+        "Shard",
+        "HostTopic",
+        pb.HostTopicRequest(topic="x", queues=[pb.QueueAssignment(queue_id=5, shard=0)]),
+        OK.INVALID_ARGUMENT,
+        "queue ids must be",
+    ),
+    (
+        "create with no queues",
+        "Route",
+        "CreateTopic",
+        pb.CreateTopicRequest(topic="t0", queues=0),
+        OK.INVALID_ARGUMENT,
+        "between 1 and 1024",
+    ),
+    (
+        "create with too many queues",
+        "Route",
+        "CreateTopic",
+        pb.CreateTopicRequest(topic="t0", queues=100000),
+        OK.INVALID_ARGUMENT,
+        "between 1 and 1024",
+    ),
+    (
+        "create a climbing topic",
+        "Route",
+        "CreateTopic",
+        pb.CreateTopicRequest(topic="../up", queues=1),
+        OK.INVALID_ARGUMENT,
+        "contains '.'",
+    ),
+    (
+        "route of an unknown topic",
+        "Route",
+        "GetRoute",
+        pb.GetRouteRequest(topic="nosuchtopic"),
+        OK.NOT_FOUND,
+        "does not exist",
+    ),
+    (
+        "delete an unknown topic",
+        "Route",
+        "DeleteTopic",
+        pb.DeleteTopicRequest(topic="nosuchtopic"),
+        OK.NOT_FOUND,
+        "does not exist",
+    ),
+]
+MALFORMED = [
+    ("Shard", method)
+    for method in (
+        "Send",
+        "Pull",
+        "QueueOffsets",
+        "CommitOffsets",
+        "FetchOffsets",
+        "GetByMsgId",
+        "HostTopic",
+    )
+] + [("Route", method) for method in ("GetRoute", "CreateTopic", "DeleteTopic", "DescribeTopic")]
+
+
+def check_unchanged(broker: Broker, before: dict[str, Any]) -> None:
+    assert broker.snapshot() == before, "a rejected request changed the store"
+
+
+def check_alive(broker: Broker) -> None:
+    for endpoint, channel in broker.channels.items():
+        status = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=5
+        )
+        assert status.status == health_pb2.HealthCheckResponse.SERVING, endpoint
+    state = broker.local.state()
+    assert all(p["serving"] and p["restarts"] == 0 for p in state["processes"]), state
+
+
+@pytest.mark.parametrize(
+    ("case", "service", "method", "request_", "code", "fragment"), CASES, ids=[c[0] for c in CASES]
+)
+def test_bad_request_gets_a_precise_status_and_stores_nothing(
+    broker: Broker,
+    case: str,
+    service: str,
+    method: str,
+    request_: Any,
+    code: grpc.StatusCode,
+    fragment: str,
+) -> None:
+    if case == "queue of another shard":
+        request_ = send(queue_id=broker.foreign_queue)
+    before = broker.snapshot()
+    with pytest.raises(grpc.RpcError) as caught:
+        broker.raw(service, method)(request_.SerializeToString(), timeout=30)
+    assert caught.value.code() is code, caught.value.details()
+    assert fragment in (caught.value.details() or ""), caught.value.details()
+    check_unchanged(broker, before)
+    check_alive(broker)
+
+
+@pytest.mark.parametrize(("service", "method"), MALFORMED, ids=[f"{s}.{m}" for s, m in MALFORMED])
+def test_malformed_protobuf_is_invalid_argument(broker: Broker, service: str, method: str) -> None:
+    before = broker.snapshot()
+    with pytest.raises(grpc.RpcError) as caught:
+        broker.raw(service, method)(b"\x0a\xff\xff\xff\xff\x0f", timeout=10)
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "malformed" in (caught.value.details() or "")
+    check_unchanged(broker, before)
+
+
+def test_a_burst_of_random_requests_leaves_every_shard_serving(broker: Broker) -> None:
+    rng = random.Random(6)
+    methods = [
+        ("Shard", m)
+        for m in (
+            "Send",
+            "Pull",
+            "QueueOffsets",
+            "CommitOffsets",
+            "FetchOffsets",
+            "QueryByKey",
+            "GetByMsgId",
+            "OffsetForTime",
+        )
+    ]
+    methods += [("Route", m) for m in ("GetRoute", "DescribeTopic", "ListTopics")]
+    codes: set[grpc.StatusCode] = set()
+    before = broker.snapshot()
+    for _ in range(400):
+        service, method = rng.choice(methods)
+        if rng.random() < 0.5:
+            payload = rng.randbytes(rng.randrange(0, 64))
+        else:  # structurally valid, semantically hostile
+            payload = pb.SendRequest(
+                topic=rng.choice(["", "..", "a/b", "nosuch", "x" * 200, "ok\x01"]),
+                queue_id=rng.randrange(-(2**31), 2**31),
+                messages=[pb.Message(body=rng.randbytes(8), properties={"k\x02": "v"})],
+            ).SerializeToString()
+        try:
+            broker.raw(service, method)(payload, timeout=10)
+        except grpc.RpcError as error:
+            codes.add(error.code())
+    assert grpc.StatusCode.UNKNOWN not in codes
+    assert grpc.StatusCode.UNAVAILABLE not in codes
+    check_unchanged(broker, before)
+    check_alive(broker)
+    # And real work still goes through.
+    answer = broker.shard.Send(send(messages=[message(body=b"after the burst")]), timeout=10)
+    assert len(answer.msg_ids) == 1
+
+
+def test_requests_without_the_token_are_refused_before_the_store(tmp_path: Path) -> None:
+    with LocalBroker(tmp_path / "data", shards=1, args=["--token", "s3cret"]) as local:
+        route_channel = grpc.insecure_channel(local.endpoint)
+        route = pb_grpc.RouteStub(route_channel)
+        with pytest.raises(grpc.RpcError) as caught:
+            route.CreateTopic(pb.CreateTopicRequest(topic="t", queues=1), timeout=10)
+        assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        auth = (("authorization", "Bearer s3cret"),)
+        layout = route.CreateTopic(
+            pb.CreateTopicRequest(topic="t", queues=1), metadata=auth, timeout=10
+        )
+        shard_channel = grpc.insecure_channel(layout.queues[0].endpoint)
+        shard = pb_grpc.ShardStub(shard_channel)
+        for metadata in [(), (("authorization", "Bearer wrong"),), (("authorization", "s3cret"),)]:
+            with pytest.raises(grpc.RpcError) as caught:
+                shard.Send(send(topic="t"), metadata=metadata, timeout=10)
+            assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
+            assert "token" in (caught.value.details() or "")
+        # Health stays open for probes; the data plane works with the token.
+        health = health_pb2_grpc.HealthStub(shard_channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=5
+        )
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        pulled = shard.Pull(pb.PullRequest(topic="t", queue_id=0), metadata=auth, timeout=10)
+        assert list(pulled.messages) == []  # the refused sends stored nothing
+        assert len(shard.Send(send(topic="t"), metadata=auth, timeout=10).msg_ids) == 1
+        route_channel.close()
+        shard_channel.close()

@@ -1,0 +1,149 @@
+"""The broker's command line: serve (through LocalBroker), topic, produce, consume, query,
+inspect and verify, run as real processes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import rmq
+from rmq.cluster.local import LocalBroker
+
+SUBCOMMANDS = {
+    "serve": ["--data", "--shards", "--port", "--token", "--tls-cert", "--flush"],
+    "topic": ["create", "list", "describe", "delete"],
+    "produce": ["--count", "--size", "--sharding-key", "--no-progress"],
+    "consume": ["--group", "--count", "--idle-timeout", "--format"],
+    "query": ["--key", "--msg-id", "--time"],
+    "inspect": ["--records", "--json"],
+    "verify": ["path"],
+}
+
+
+def rmq_cli(
+    *args: str, stdin: bytes | None = None, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
+    result = subprocess.run(
+        [sys.executable, "-m", "rmq", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"rmq {' '.join(args)} exited {result.returncode}:\n{result.stderr.decode()}"
+        )
+    return result
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_each_subcommand_explains_itself(name: str) -> None:
+    text = rmq_cli(name, "--help").stdout.decode()
+    for option in SUBCOMMANDS[name]:
+        assert option in text, f"rmq {name} --help does not mention {option}"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    with LocalBroker(tmp_path_factory.mktemp("cli") / "data", shards=2) as local:
+        yield local
+
+
+def test_topic_produce_consume_query_round_trip(broker: LocalBroker) -> None:
+    endpoint = ["--endpoint", broker.endpoint]
+    assert (
+        "4 queues"
+        in rmq_cli("topic", "create", "clitopic", "--queues", "4", *endpoint).stdout.decode()
+    )
+    assert "clitopic" in rmq_cli("topic", "list", *endpoint).stdout.decode().split()
+
+    produced = rmq_cli(
+        "produce",
+        "clitopic",
+        "--count",
+        "500",
+        "--size",
+        "64",
+        "--keys",
+        "--tags",
+        "gen",
+        *endpoint,
+    )
+    assert "stored 500 of 500" in produced.stderr.decode()
+    lines = rmq_cli(
+        "produce", "clitopic", "--no-progress", *endpoint, stdin=b"first line\nsecond line\n"
+    )
+    assert "stored 2 of 2" in lines.stderr.decode()
+
+    queues = json.loads(rmq_cli("topic", "describe", "clitopic", "--json", *endpoint).stdout)
+    assert sum(q["max_offset"] for q in queues) == 502
+
+    consumed = rmq_cli(
+        "consume", "clitopic", "--group", "g", "--count", "502", "--format", "json", *endpoint
+    )
+    records = [json.loads(line) for line in consumed.stdout.splitlines()]
+    assert len(records) == 502
+    assert {"first line", "second line"} <= {r.get("body") for r in records}
+    assert sum(1 for r in records if r["tags"] == "gen" and r["keys"][0].startswith("key-")) == 500
+    # The group committed: nothing more for it.
+    again = rmq_cli("consume", "clitopic", "--group", "g", "--idle-timeout", "1", *endpoint)
+    assert again.stdout == b""
+
+    sample = records[7]
+    found = json.loads(rmq_cli("query", "--msg-id", sample["msg_id"], *endpoint).stdout)
+    assert (found["queue_id"], found["queue_offset"]) == (
+        sample["queue_id"],
+        sample["queue_offset"],
+    )
+
+    missing = rmq_cli("query", "--msg-id", "not-an-id", *endpoint, check=False)
+    assert missing.returncode == 1 and b"hex digits" in missing.stderr
+    bad = rmq_cli("topic", "create", "../escape", *endpoint, check=False)
+    assert bad.returncode == 1 and b"contains '.'" in bad.stderr
+
+    assert "deleted" in rmq_cli("topic", "delete", "clitopic", *endpoint).stdout.decode()
+    assert "clitopic" not in rmq_cli("topic", "list", *endpoint).stdout.decode().split()
+
+
+def checksums(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_inspect_and_verify_change_nothing(tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    with rmq.Store(store_dir, commitlog_segment_size=16 * 1024) as store:
+        store.create_topic("inspected", 2)
+        for i in range(300):
+            store.put("inspected", b"payload-%d" % i, queue_id=i % 2, tags="t", keys=[f"k{i}"])
+    before = checksums(store_dir)
+
+    text = rmq_cli("inspect", str(store_dir), "--records", "2").stdout.decode()
+    assert "topic inspected: 2 queue(s)" in text
+    assert "offsets 0 to 150" in text and "payload-0" in text
+    report = json.loads(rmq_cli("inspect", str(store_dir), "--json").stdout)
+    assert len(report["commitlog"]) >= 2  # small segments rolled
+    assert [q["max_offset"] for q in report["topics"]["inspected"]] == [150, 150]
+
+    verified = rmq_cli("verify", str(store_dir), check=False)
+    if hasattr(rmq.Store, "verify"):
+        assert verified.returncode == 0, verified.stdout.decode() + verified.stderr.decode()
+    else:
+        assert verified.returncode == 2 and b"no Store.verify" in verified.stderr
+    assert checksums(store_dir) == before, "inspect or verify changed the store's files"
+
+
+def test_inspect_walks_every_shard_of_a_broker_directory(broker: LocalBroker) -> None:
+    rmq_cli("topic", "create", "walked", "--queues", "2", "--endpoint", broker.endpoint)
+    text = rmq_cli("inspect", str(broker.data_dir), "--topic", "walked").stdout.decode()
+    assert "shard-0" in text and "shard-1" in text
+    assert text.count("topic walked: 2 queue(s)") == 2
