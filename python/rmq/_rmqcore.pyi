@@ -461,10 +461,14 @@ class SegmentDecoder:
         store_time_min: int | None = None,
         store_time_max: int | None = None,
         max_rows: int = 8192,
-        max_bytes: int = 33554432,
+        max_bytes: int = 4194304,
+        columns: Sequence[str] | None = None,
     ) -> DecodedBatch:
         """Decode the records that start in ``[start, end)`` (``end`` defaults to the file
         size) until the batch holds ``max_rows`` rows or about ``max_bytes`` record bytes,
         or reading stops (see ``DecodedBatch.end``). ``topics`` and the inclusive
         store-time bounds (milliseconds) drop rows but every record is still validated.
-        ``verify_crc`` checks the body CRC and RocketMQ 5's CRC property."""
+        ``verify_crc`` checks the body CRC and RocketMQ 5's CRC property. ``columns``
+        names the columns the caller will use: the costlier ones left out (``msg_id``,
+        ``tags``/``keys``/``properties``, ``body``, the hosts) are not filled, which saves
+        their decoding and copying; every column is still present."""

@@ -115,7 +115,9 @@ impl CompactedHeader {
     }
 
     pub fn file_size(&self) -> u64 {
-        HEADER_SIZE as u64 + self.slot_count as u64 * SLOT_SIZE as u64 + self.entry_count as u64 * ENTRY_SIZE as u64
+        HEADER_SIZE as u64
+            + self.slot_count as u64 * SLOT_SIZE as u64
+            + self.entry_count as u64 * ENTRY_SIZE as u64
     }
 
     fn entries_at(&self) -> usize {
@@ -139,7 +141,10 @@ pub struct CompactedIndexFile {
 
 impl std::fmt::Debug for CompactedIndexFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompactedIndexFile").field("path", &self.path).field("header", &self.header).finish()
+        f.debug_struct("CompactedIndexFile")
+            .field("path", &self.path)
+            .field("header", &self.header)
+            .finish()
     }
 }
 
@@ -150,13 +155,22 @@ impl CompactedIndexFile {
         let file = File::open(path).at(path)?;
         let length = file.metadata().at(path)?.len();
         if length < HEADER_SIZE as u64 {
-            return Err(Error::corrupt(path, 0, format!("compacted index file is {length} bytes, shorter than its header")));
+            return Err(Error::corrupt(
+                path,
+                0,
+                format!("compacted index file is {length} bytes, shorter than its header"),
+            ));
         }
-        let length = usize::try_from(length).map_err(|_| Error::corrupt(path, 0, "compacted index file too large to map"))?;
+        let length = usize::try_from(length)
+            .map_err(|_| Error::corrupt(path, 0, "compacted index file too large to map"))?;
         // SAFETY: rmq never modifies a compacted file after renaming it into place.
         let map = unsafe { MmapOptions::new().len(length).map(&file) }.at(path)?;
         if map[MAGIC_AT..MAGIC_AT + 8] != MAGIC {
-            return Err(Error::corrupt(path, 0, "not a compacted index file (bad magic)"));
+            return Err(Error::corrupt(
+                path,
+                0,
+                "not a compacted index file (bad magic)",
+            ));
         }
         let header = CompactedHeader::decode(&map);
         if header.slot_count == 0 || header.file_size() != length as u64 {
@@ -166,7 +180,11 @@ impl CompactedIndexFile {
                 format!("compacted index file is {length} bytes; its header ({} slots, {} entries) says {}", header.slot_count, header.entry_count, header.file_size()),
             ));
         }
-        Ok(CompactedIndexFile { path: path.to_path_buf(), header, map })
+        Ok(CompactedIndexFile {
+            path: path.to_path_buf(),
+            header,
+            map,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -184,9 +202,15 @@ impl CompactedIndexFile {
         let slot_at = HEADER_SIZE + slot as usize * SLOT_SIZE;
         let start = read_i32(&self.map, slot_at + RUN_START_AT);
         let length = read_i32(&self.map, slot_at + RUN_LENGTH_AT);
-        let in_bounds = start >= 0 && length >= 0 && (start as u64 + length as u64) <= u64::from(self.header.entry_count);
+        let in_bounds = start >= 0
+            && length >= 0
+            && (start as u64 + length as u64) <= u64::from(self.header.entry_count);
         if !in_bounds {
-            return Err(Error::corrupt(&self.path, slot_at as u64, format!("slot {slot} points at entries {start}+{length}, outside the file")));
+            return Err(Error::corrupt(
+                &self.path,
+                slot_at as u64,
+                format!("slot {slot} points at entries {start}+{length}, outside the file"),
+            ));
         }
         let from = self.header.entries_at() + start as usize * ENTRY_SIZE;
         let bytes = &self.map[from..from + length as usize * ENTRY_SIZE];
@@ -201,19 +225,40 @@ impl CompactedIndexFile {
     pub fn verify(&self) -> Result<()> {
         let computed = crc32fast::hash(&self.map[HEADER_SIZE..]);
         if computed != self.header.body_crc {
-            return Err(Error::corrupt(&self.path, HEADER_SIZE as u64, format!("body CRC {computed:#010x}, header says {:#010x}", self.header.body_crc)));
+            return Err(Error::corrupt(
+                &self.path,
+                HEADER_SIZE as u64,
+                format!(
+                    "body CRC {computed:#010x}, header says {:#010x}",
+                    self.header.body_crc
+                ),
+            ));
         }
         let mut next = 0u64;
         for slot in 0..self.header.slot_count as usize {
             let at = HEADER_SIZE + slot * SLOT_SIZE;
-            let (start, length) = (read_i32(&self.map, at + RUN_START_AT), read_i32(&self.map, at + RUN_LENGTH_AT));
+            let (start, length) = (
+                read_i32(&self.map, at + RUN_START_AT),
+                read_i32(&self.map, at + RUN_LENGTH_AT),
+            );
             if length > 0 && start as u64 != next {
-                return Err(Error::corrupt(&self.path, at as u64, format!("slot {slot}'s run starts at {start}, expected {next}")));
+                return Err(Error::corrupt(
+                    &self.path,
+                    at as u64,
+                    format!("slot {slot}'s run starts at {start}, expected {next}"),
+                ));
             }
             next += length.max(0) as u64;
         }
         if next != u64::from(self.header.entry_count) {
-            return Err(Error::corrupt(&self.path, 0, format!("runs cover {next} entries, header says {}", self.header.entry_count)));
+            return Err(Error::corrupt(
+                &self.path,
+                0,
+                format!(
+                    "runs cover {next} entries, header says {}",
+                    self.header.entry_count
+                ),
+            ));
         }
         Ok(())
     }
@@ -229,7 +274,11 @@ pub fn temporary_path(path: &Path) -> PathBuf {
 /// Write the compacted form of a sealed `source` to `destination`. Returns `None` when
 /// `stop` was raised first (nothing is left behind). The source must not change while
 /// this runs (it is full, so the writer no longer touches it).
-pub fn compact(source: &IndexFile, destination: &Path, stop: &AtomicBool) -> Result<Option<CompactedIndexFile>> {
+pub fn compact(
+    source: &IndexFile,
+    destination: &Path,
+    stop: &AtomicBool,
+) -> Result<Option<CompactedIndexFile>> {
     let geometry = source.geometry();
     let source_header = source.header();
     let entries = source.entries();
@@ -248,7 +297,10 @@ pub fn compact(source: &IndexFile, destination: &Path, stop: &AtomicBool) -> Res
             return Err(Error::corrupt(
                 source.path(),
                 geometry.entry_position(number) as u64,
-                format!("entry {number} (hash {}) links to {}, but its slot's previous entry is {}", entry.key_hash, entry.prev, newest[slot]),
+                format!(
+                    "entry {number} (hash {}) links to {}, but its slot's previous entry is {}",
+                    entry.key_hash, entry.prev, newest[slot]
+                ),
             ));
         }
         newest[slot] = number;
@@ -266,11 +318,18 @@ pub fn compact(source: &IndexFile, destination: &Path, stop: &AtomicBool) -> Res
         source_index_count: source_header.index_count,
         body_crc: 0,
     };
-    let size = usize::try_from(header.file_size()).map_err(|_| Error::corrupt(destination, 0, "compacted index file too large"))?;
+    let size = usize::try_from(header.file_size())
+        .map_err(|_| Error::corrupt(destination, 0, "compacted index file too large"))?;
     let directory = destination.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(directory).at(directory)?;
     let temporary = temporary_path(destination);
-    let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&temporary).at(&temporary)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temporary)
+        .at(&temporary)?;
     file.set_len(size as u64).at(&temporary)?;
     // SAFETY: a private temporary file that nothing else maps.
     let mut map = unsafe { MmapOptions::new().len(size).map_mut(&file) }.at(&temporary)?;
@@ -306,18 +365,27 @@ pub fn compact(source: &IndexFile, destination: &Path, stop: &AtomicBool) -> Res
         cursor[slot] -= 1;
         let at = entries_at + cursor[slot] as usize * ENTRY_SIZE;
         write_i32(&mut map, at + ENTRY_KEY_HASH_AT, entry.key_hash);
-        write_i32(&mut map, at + ENTRY_TIME_DIFF_AT, if number == 1 { 0 } else { entry.time_diff });
+        write_i32(
+            &mut map,
+            at + ENTRY_TIME_DIFF_AT,
+            if number == 1 { 0 } else { entry.time_diff },
+        );
         write_i64(&mut map, at + ENTRY_PHY_OFFSET_AT, entry.commitlog_offset);
     }
     drop(cursor);
 
-    let header = CompactedHeader { body_crc: crc32fast::hash(&map[HEADER_SIZE..]), ..header };
+    let header = CompactedHeader {
+        body_crc: crc32fast::hash(&map[HEADER_SIZE..]),
+        ..header
+    };
     header.encode(&mut map[..HEADER_SIZE]);
     map.flush().at(&temporary).map_err(cleanup)?;
     drop(map);
     file.sync_all().at(&temporary).map_err(cleanup)?;
     drop(file);
-    fs::rename(&temporary, destination).at(destination).map_err(cleanup)?;
+    fs::rename(&temporary, destination)
+        .at(destination)
+        .map_err(cleanup)?;
     crate::atomic_file::sync_dir(directory)?;
     CompactedIndexFile::open(destination).map(Some)
 }
@@ -330,16 +398,27 @@ mod tests {
     #[test]
     fn runs_hold_each_slot_newest_first() {
         let dir = tempfile::tempdir().unwrap();
-        let geometry = IndexGeometry { slot_count: 3, entry_count: 7 };
+        let geometry = IndexGeometry {
+            slot_count: 3,
+            entry_count: 7,
+        };
         let source = IndexFile::create(&dir.path().join("s"), geometry, Some((50, 500))).unwrap();
         for (hash, offset) in [(3, 100), (4, 200), (6, 300), (1, 400), (9, 500), (3, 600)] {
             assert!(source.put_key(hash, offset, 10_000 + offset));
         }
         assert!(source.is_full());
         let stop = AtomicBool::new(false);
-        let compacted = compact(&source, &dir.path().join("c/s"), &stop).unwrap().unwrap();
+        let compacted = compact(&source, &dir.path().join("c/s"), &stop)
+            .unwrap()
+            .unwrap();
         compacted.verify().unwrap();
-        let offsets = |hash| compacted.run(hash).unwrap().map(|e| e.commitlog_offset).collect::<Vec<_>>();
+        let offsets = |hash| {
+            compacted
+                .run(hash)
+                .unwrap()
+                .map(|e| e.commitlog_offset)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(offsets(3), vec![600, 500, 300, 100]);
         assert_eq!(offsets(1), vec![400, 200]);
         assert_eq!(offsets(2), Vec::<i64>::new());

@@ -65,11 +65,18 @@ pub const DEFAULT_ENTRY_COUNT: u32 = 20_000_000;
 
 /// Java's `String.hashCode` continued over more text (UTF-16 code units).
 fn java_hash_continue(hash: i32, text: &str) -> i32 {
-    text.encode_utf16().fold(hash, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    text.encode_utf16().fold(hash, |hash, unit| {
+        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
-/// The hash stored for `topic#key` (format §3.4): the absolute value of Java's hash of
-/// the key string, with Integer.MIN_VALUE (whose absolute value overflows) mapped to 0.
+/// The hash stored for an index key string (format §3.4): the absolute value of Java's
+/// `String.hashCode`, with Integer.MIN_VALUE (whose absolute value overflows) mapped to 0.
+pub fn index_hash(key_string: &str) -> i32 {
+    java_hash_continue(0, key_string).checked_abs().unwrap_or(0)
+}
+
+/// `index_hash` of `topic#key`, without building the string.
 pub fn index_key_hash(topic: &str, key: &str) -> i32 {
     let hash = java_hash_continue(java_hash_continue(java_hash_continue(0, topic), "#"), key);
     hash.checked_abs().unwrap_or(0)
@@ -85,13 +92,18 @@ pub struct IndexGeometry {
 
 impl Default for IndexGeometry {
     fn default() -> Self {
-        IndexGeometry { slot_count: DEFAULT_SLOT_COUNT, entry_count: DEFAULT_ENTRY_COUNT }
+        IndexGeometry {
+            slot_count: DEFAULT_SLOT_COUNT,
+            entry_count: DEFAULT_ENTRY_COUNT,
+        }
     }
 }
 
 impl IndexGeometry {
     pub fn file_size(&self) -> u64 {
-        HEADER_SIZE as u64 + self.slot_count as u64 * SLOT_SIZE as u64 + self.entry_count as u64 * ENTRY_SIZE as u64
+        HEADER_SIZE as u64
+            + self.slot_count as u64 * SLOT_SIZE as u64
+            + self.entry_count as u64 * ENTRY_SIZE as u64
     }
 
     pub fn slot_position(&self, slot: u32) -> usize {
@@ -118,7 +130,10 @@ impl IndexGeometry {
             return None;
         }
         let slot_count = u32::try_from(body / per_slot).ok()?;
-        Some(IndexGeometry { slot_count, entry_count: slot_count.checked_mul(4)? })
+        Some(IndexGeometry {
+            slot_count,
+            entry_count: slot_count.checked_mul(4)?,
+        })
     }
 }
 
@@ -186,7 +201,10 @@ pub struct IndexFile {
 
 impl std::fmt::Debug for IndexFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexFile").field("path", &self.path).field("geometry", &self.geometry).finish()
+        f.debug_struct("IndexFile")
+            .field("path", &self.path)
+            .field("geometry", &self.geometry)
+            .finish()
     }
 }
 
@@ -194,11 +212,30 @@ impl IndexFile {
     /// Create a new (sparse, zero) file. As RocketMQ does, the header starts with the
     /// previous file's end offset and end time as both begin and end, so the first
     /// entry's time difference is measured from there.
-    pub fn create(path: &Path, geometry: IndexGeometry, previous_end: Option<(i64, i64)>) -> Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).create_new(true).open(path).at(path)?;
+    pub fn create(
+        path: &Path,
+        geometry: IndexGeometry,
+        previous_end: Option<(i64, i64)>,
+    ) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .at(path)?;
         file.set_len(geometry.file_size()).at(path)?;
-        let map = MmapOptions::new().len(map_length(path, geometry)?).map_raw(&file).at(path)?;
-        let index = IndexFile { path: path.to_path_buf(), geometry, writable: true, map, file, dirty: AtomicBool::new(true) };
+        let map = MmapOptions::new()
+            .len(map_length(path, geometry)?)
+            .map_raw(&file)
+            .at(path)?;
+        let index = IndexFile {
+            path: path.to_path_buf(),
+            geometry,
+            writable: true,
+            map,
+            file,
+            dirty: AtomicBool::new(true),
+        };
         if let Some((end_phy_offset, end_timestamp)) = previous_end {
             if end_phy_offset > 0 {
                 index.store_i64(BEGIN_PHY_OFFSET_AT, end_phy_offset, Ordering::Relaxed);
@@ -216,18 +253,39 @@ impl IndexFile {
 
     /// Map an existing file, which must be exactly `geometry.file_size()` bytes.
     pub fn open(path: &Path, geometry: IndexGeometry, writable: bool) -> Result<Self> {
-        let file = OpenOptions::new().read(true).write(writable).open(path).at(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(writable)
+            .open(path)
+            .at(path)?;
         let length = file.metadata().at(path)?.len();
         if length != geometry.file_size() {
             return Err(Error::corrupt(
                 path,
                 0,
-                format!("index file is {length} bytes; {} slots and {} entries need {}", geometry.slot_count, geometry.entry_count, geometry.file_size()),
+                format!(
+                    "index file is {length} bytes; {} slots and {} entries need {}",
+                    geometry.slot_count,
+                    geometry.entry_count,
+                    geometry.file_size()
+                ),
             ));
         }
         let length = map_length(path, geometry)?;
-        let map = if writable { MmapOptions::new().len(length).map_raw(&file) } else { MmapOptions::new().len(length).map_raw_read_only(&file) }.at(path)?;
-        Ok(IndexFile { path: path.to_path_buf(), geometry, writable, map, file, dirty: AtomicBool::new(false) })
+        let map = if writable {
+            MmapOptions::new().len(length).map_raw(&file)
+        } else {
+            MmapOptions::new().len(length).map_raw_read_only(&file)
+        }
+        .at(path)?;
+        Ok(IndexFile {
+            path: path.to_path_buf(),
+            geometry,
+            writable,
+            map,
+            file,
+            dirty: AtomicBool::new(false),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -235,7 +293,10 @@ impl IndexFile {
     }
 
     pub fn name(&self) -> String {
-        self.path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()
+        self.path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     pub fn geometry(&self) -> IndexGeometry {
@@ -243,14 +304,20 @@ impl IndexFile {
     }
 
     fn atomic_i32(&self, at: usize) -> &AtomicI32 {
-        assert!(at % 4 == 0 && at + 4 <= self.map.len(), "index field {at} out of bounds or misaligned");
+        assert!(
+            at % 4 == 0 && at + 4 <= self.map.len(),
+            "index field {at} out of bounds or misaligned"
+        );
         // SAFETY: in bounds and 4-byte aligned (the mapping is page-aligned and `at` is a
         // multiple of 4); the mapping lives as long as `self`; all accesses are atomic.
         unsafe { &*self.map.as_ptr().add(at).cast::<AtomicI32>() }
     }
 
     fn atomic_i64(&self, at: usize) -> &AtomicI64 {
-        assert!(at % 8 == 0 && at + 8 <= HEADER_SIZE, "index header field {at} out of bounds or misaligned");
+        assert!(
+            at % 8 == 0 && at + 8 <= HEADER_SIZE,
+            "index header field {at} out of bounds or misaligned"
+        );
         // SAFETY: as above, with 8-byte alignment (only header fields are accessed this way).
         unsafe { &*self.map.as_ptr().add(at).cast::<AtomicI64>() }
     }
@@ -286,7 +353,9 @@ impl IndexFile {
 
     /// The next entry number (RocketMQ reads a stored value ≤ 0 as 1).
     pub fn index_count(&self) -> u32 {
-        u32::try_from(self.load_i32(INDEX_COUNT_AT, Ordering::Acquire)).unwrap_or(0).max(1)
+        u32::try_from(self.load_i32(INDEX_COUNT_AT, Ordering::Acquire))
+            .unwrap_or(0)
+            .max(1)
     }
 
     /// Entries in use.
@@ -320,8 +389,16 @@ impl IndexFile {
         let at = self.geometry.entry_position(number);
         let offset = entry.commitlog_offset as u64;
         self.store_i32(at + ENTRY_KEY_HASH_AT, entry.key_hash, Ordering::Relaxed);
-        self.store_i32(at + ENTRY_PHY_OFFSET_AT, (offset >> 32) as u32 as i32, Ordering::Relaxed);
-        self.store_i32(at + ENTRY_PHY_OFFSET_AT + 4, offset as u32 as i32, Ordering::Relaxed);
+        self.store_i32(
+            at + ENTRY_PHY_OFFSET_AT,
+            (offset >> 32) as u32 as i32,
+            Ordering::Relaxed,
+        );
+        self.store_i32(
+            at + ENTRY_PHY_OFFSET_AT + 4,
+            offset as u32 as i32,
+            Ordering::Relaxed,
+        );
         self.store_i32(at + ENTRY_TIME_DIFF_AT, entry.time_diff, Ordering::Relaxed);
         self.store_i32(at + ENTRY_PREV_AT, entry.prev, Ordering::Relaxed);
     }
@@ -345,7 +422,15 @@ impl IndexFile {
             let seconds = (store_timestamp - begin_timestamp) / 1000;
             i32::try_from(seconds.max(0)).unwrap_or(i32::MAX)
         };
-        self.write_entry(count, &IndexEntry { key_hash, commitlog_offset, time_diff, prev: previous });
+        self.write_entry(
+            count,
+            &IndexEntry {
+                key_hash,
+                commitlog_offset,
+                time_diff,
+                prev: previous,
+            },
+        );
         self.store_i32(slot_at, count as i32, Ordering::Release);
         if count <= 1 {
             self.store_i64(BEGIN_PHY_OFFSET_AT, commitlog_offset, Ordering::Relaxed);
@@ -364,7 +449,11 @@ impl IndexFile {
 
     /// Walk the chain of `key_hash`'s slot, newest entry first, until `visit` says stop.
     /// Every step goes to a strictly older entry, so a damaged file cannot loop.
-    pub fn walk_chain(&self, key_hash: i32, mut visit: impl FnMut(u32, IndexEntry) -> std::ops::ControlFlow<()>) {
+    pub fn walk_chain(
+        &self,
+        key_hash: i32,
+        mut visit: impl FnMut(u32, IndexEntry) -> std::ops::ControlFlow<()>,
+    ) {
         let mut number = self.slot(self.geometry.slot_of(key_hash));
         while number > 0 && (number as u32) < self.geometry.entry_count {
             let entry = self.entry(number as u32);
@@ -384,7 +473,10 @@ impl IndexFile {
         if !self.writable || !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        self.map.flush().at(&self.path).inspect_err(|_| self.dirty.store(true, Ordering::Release))
+        self.map
+            .flush()
+            .at(&self.path)
+            .inspect_err(|_| self.dirty.store(true, Ordering::Release))
     }
 
     /// Make the file hold exactly its entries for records below `cut`, as if those had
@@ -396,7 +488,11 @@ impl IndexFile {
     /// each is a valid continuation (its `prev` is the newest earlier entry of its slot,
     /// offsets do not go backwards, the record lies below `cut`); everything after is
     /// zeroed. `store_time_of` gives a kept record's store time for the header.
-    pub fn repair(&self, cut: i64, store_time_of: impl Fn(i64) -> Option<i64>) -> Result<RepairOutcome> {
+    pub fn repair(
+        &self,
+        cut: i64,
+        store_time_of: impl Fn(i64) -> Option<i64>,
+    ) -> Result<RepairOutcome> {
         let geometry = self.geometry;
         let scan_end = self.index_count().min(geometry.entry_count);
         let mut slots = vec![0i32; geometry.slot_count as usize];
@@ -447,10 +543,24 @@ impl IndexFile {
         }
         self.zero_from(geometry.entry_position(kept + 1))?;
         let header = self.header();
-        let (begin_offset, end_offset) =
-            if kept > 0 { (self.entry(1).commitlog_offset, self.entry(kept).commitlog_offset) } else { (header.begin_phy_offset, header.begin_phy_offset) };
-        let begin_time = if kept > 0 { store_time_of(begin_offset).unwrap_or(header.begin_timestamp) } else { header.begin_timestamp };
-        let end_time = if kept > 0 { store_time_of(end_offset).unwrap_or(begin_time) } else { begin_time };
+        let (begin_offset, end_offset) = if kept > 0 {
+            (
+                self.entry(1).commitlog_offset,
+                self.entry(kept).commitlog_offset,
+            )
+        } else {
+            (header.begin_phy_offset, header.begin_phy_offset)
+        };
+        let begin_time = if kept > 0 {
+            store_time_of(begin_offset).unwrap_or(header.begin_timestamp)
+        } else {
+            header.begin_timestamp
+        };
+        let end_time = if kept > 0 {
+            store_time_of(end_offset).unwrap_or(begin_time)
+        } else {
+            begin_time
+        };
         self.store_i64(BEGIN_TIMESTAMP_AT, begin_time, Ordering::Relaxed);
         self.store_i64(END_TIMESTAMP_AT, end_time, Ordering::Relaxed);
         self.store_i64(BEGIN_PHY_OFFSET_AT, begin_offset, Ordering::Relaxed);
@@ -459,7 +569,11 @@ impl IndexFile {
         self.store_i32(INDEX_COUNT_AT, kept as i32 + 1, Ordering::Release);
         self.dirty.store(true, Ordering::Release);
         self.flush()?;
-        Ok(RepairOutcome { kept, removed, reindex_from })
+        Ok(RepairOutcome {
+            kept,
+            removed,
+            reindex_from,
+        })
     }
 
     /// Zero every byte from `position` (4-aligned) to the end: the partial page word by
@@ -496,7 +610,8 @@ impl IndexFile {
 }
 
 fn map_length(path: &Path, geometry: IndexGeometry) -> Result<usize> {
-    usize::try_from(geometry.file_size()).map_err(|_| Error::corrupt(path, 0, "index file too large to map"))
+    usize::try_from(geometry.file_size())
+        .map_err(|_| Error::corrupt(path, 0, "index file too large to map"))
 }
 
 #[cfg(test)]
@@ -506,32 +621,55 @@ mod tests {
     #[test]
     fn hashes_match_the_format_vectors() {
         assert_eq!(index_key_hash("TopicTest", "key1"), 1_655_984_460);
-        assert_eq!(IndexGeometry::default().slot_of(index_key_hash("TopicTest", "key1")), 984_460);
+        assert_eq!(
+            IndexGeometry::default().slot_of(index_key_hash("TopicTest", "key1")),
+            984_460
+        );
         // "polygenelubricants" hashes to Integer.MIN_VALUE; split anywhere it is the same string.
         assert_eq!(java_hash_continue(0, "polygenelubricants"), i32::MIN);
-        assert_eq!(java_hash_continue(java_hash_continue(0, "polygene"), "lubricants"), i32::MIN);
+        assert_eq!(
+            java_hash_continue(java_hash_continue(0, "polygene"), "lubricants"),
+            i32::MIN
+        );
         assert_eq!(index_key_hash("T", "Aa"), index_key_hash("T", "BB"));
     }
 
     #[test]
     fn entries_round_trip() {
-        let entry = IndexEntry { key_hash: 7, commitlog_offset: 0x0102_0304_0506_0708, time_diff: 9, prev: 3 };
+        let entry = IndexEntry {
+            key_hash: 7,
+            commitlog_offset: 0x0102_0304_0506_0708,
+            time_diff: 9,
+            prev: 3,
+        };
         assert_eq!(IndexEntry::decode(&entry.encode()), entry);
     }
 
     #[test]
     fn geometry_is_inferred_from_the_default_ratio() {
-        let configured = IndexGeometry { slot_count: 7, entry_count: 50 };
-        assert_eq!(IndexGeometry::for_file_size(configured.file_size(), configured), Some(configured));
+        let configured = IndexGeometry {
+            slot_count: 7,
+            entry_count: 50,
+        };
+        assert_eq!(
+            IndexGeometry::for_file_size(configured.file_size(), configured),
+            Some(configured)
+        );
         assert_eq!(IndexGeometry::default().file_size(), 420_000_040);
-        assert_eq!(IndexGeometry::for_file_size(420_000_040, configured), Some(IndexGeometry::default()));
+        assert_eq!(
+            IndexGeometry::for_file_size(420_000_040, configured),
+            Some(IndexGeometry::default())
+        );
         assert_eq!(IndexGeometry::for_file_size(41, configured), None);
     }
 
     #[test]
     fn chains_link_newest_first_and_fill_up() {
         let dir = tempfile::tempdir().unwrap();
-        let geometry = IndexGeometry { slot_count: 2, entry_count: 4 };
+        let geometry = IndexGeometry {
+            slot_count: 2,
+            entry_count: 4,
+        };
         let file = IndexFile::create(&dir.path().join("f"), geometry, None).unwrap();
         assert!(file.put_key(4, 100, 1_000));
         assert!(file.put_key(1, 200, 2_000));
@@ -544,6 +682,13 @@ mod tests {
         });
         assert_eq!(seen, vec![(3, 300, 4), (1, 100, 0)]);
         let header = file.header();
-        assert_eq!((header.index_count, header.hash_slot_count, header.end_phy_offset), (4, 2, 300));
+        assert_eq!(
+            (
+                header.index_count,
+                header.hash_slot_count,
+                header.end_phy_offset
+            ),
+            (4, 2, 300)
+        );
     }
 }

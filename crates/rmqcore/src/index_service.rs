@@ -180,6 +180,8 @@ struct WriterState {
     /// Records below this commit-log offset are indexed (the replay dedup).
     next_offset: i64,
     last_name: Option<String>,
+    /// The file being written, so that a put does not look it up in the file list.
+    active: Option<(Arc<IndexFileHandle>, Arc<IndexFile>)>,
 }
 
 #[derive(Default)]
@@ -287,6 +289,7 @@ impl IndexService {
             writer: Mutex::new(WriterState {
                 next_offset: 0,
                 last_name,
+                active: None,
             }),
             compactor_thread: Mutex::new(None),
         })
@@ -380,7 +383,10 @@ impl IndexService {
                 }
             }
         }
-        self.writer().next_offset = outcome.complete_below;
+        let mut writer = self.writer();
+        writer.next_offset = outcome.complete_below;
+        writer.active = None;
+        drop(writer);
         if self.shared.writable {
             let sealed: Vec<_> = self
                 .shared
@@ -431,13 +437,13 @@ impl IndexService {
         offset: i64,
         store_timestamp: i64,
     ) -> Result<()> {
-        let last = self.shared.files().last().cloned();
-        let active = last
-            .as_ref()
-            .and_then(|handle| Some((handle, handle.chained()?)))
-            .filter(|(_, file)| !file.is_full());
-        let (handle, file) = match active {
-            Some((handle, file)) => (Arc::clone(handle), file),
+        let active = writer.active.take().or_else(|| {
+            let handle = self.shared.files().last().cloned()?;
+            let file = handle.chained()?;
+            Some((handle, file))
+        });
+        let (handle, file) = match active.filter(|(_, file)| !file.is_full()) {
+            Some(active) => active,
             None => self.roll(writer)?,
         };
         if !file.put_key(key_hash, offset, store_timestamp) {
@@ -451,6 +457,8 @@ impl IndexService {
         // new file (created when that key comes, as RocketMQ does).
         if file.is_full() {
             self.enqueue_compaction(handle)?;
+        } else {
+            writer.active = Some((handle, file));
         }
         Ok(())
     }

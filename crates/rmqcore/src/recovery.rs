@@ -59,13 +59,27 @@ pub struct RecoveryReport {
 
 /// Where recovery may start scanning: a record boundary below which nothing needs
 /// checking or dispatching.
-fn scan_start(commit_log: &CommitLog, queues: &ConsumeQueueTable, checkpoint: &Checkpoint, clean: bool) -> (u64, String) {
+fn scan_start(
+    commit_log: &CommitLog,
+    queues: &ConsumeQueueTable,
+    checkpoint: &Checkpoint,
+    clean: bool,
+) -> (u64, String) {
     let min = commit_log.min_offset();
     if let Some(flushed) = checkpoint.flushed_offset {
         let start = u64::try_from(flushed).unwrap_or(0).max(min);
-        return (start, format!("rmq checkpoint: log and queues flushed up to {flushed}"));
+        return (
+            start,
+            format!("rmq checkpoint: log and queues flushed up to {flushed}"),
+        );
     }
-    let dispatched_end = queues.all().iter().filter_map(|queue| queue.last_entry()).map(|entry| entry.commitlog_end()).max().unwrap_or(0);
+    let dispatched_end = queues
+        .all()
+        .iter()
+        .filter_map(|queue| queue.last_entry())
+        .map(|entry| entry.commitlog_end())
+        .max()
+        .unwrap_or(0);
     let segments = commit_log.segments().segments();
     if clean {
         // RocketMQ 5.3.2+: the newest segment starting at or below the queues' end.
@@ -74,7 +88,12 @@ fn scan_start(commit_log: &CommitLog, queues: &ConsumeQueueTable, checkpoint: &C
             .rev()
             .find(|segment| segment.start_offset() as i64 <= dispatched_end)
             .map_or(min, |segment| segment.start_offset());
-        return (start, format!("RocketMQ store, clean shutdown: segment holding the queues' end {dispatched_end}"));
+        return (
+            start,
+            format!(
+                "RocketMQ store, clean shutdown: segment holding the queues' end {dispatched_end}"
+            ),
+        );
     }
     // Abnormal: the newest segment whose first record was stored before the checkpoint's
     // safe time.
@@ -82,11 +101,20 @@ fn scan_start(commit_log: &CommitLog, queues: &ConsumeQueueTable, checkpoint: &C
     for segment in segments.iter().rev() {
         if let Ok(Decoded::Record(view)) = decode_record(segment.bytes_from(0), true) {
             if view.store_timestamp != 0 && view.store_timestamp <= safe_time {
-                return (segment.start_offset(), format!("RocketMQ store, unclean shutdown: first segment stored before {safe_time}"));
+                return (
+                    segment.start_offset(),
+                    format!(
+                        "RocketMQ store, unclean shutdown: first segment stored before {safe_time}"
+                    ),
+                );
             }
         }
     }
-    (min, "RocketMQ store, unclean shutdown: no segment predates the checkpoint; from the first".to_string())
+    (
+        min,
+        "RocketMQ store, unclean shutdown: no segment predates the checkpoint; from the first"
+            .to_string(),
+    )
 }
 
 /// Recover the log and queues. In read-only mode files are left as they are.
@@ -127,7 +155,9 @@ pub fn recover(
         }
         let key = (view.topic.to_vec(), view.queue_id);
         let expected = *next_queue_offsets.entry(key).or_insert_with(|| {
-            queues.get(&view.topic_str(), view.queue_id).map_or(view.queue_offset, |queue| queue.max_offset())
+            queues
+                .get(&view.topic_str(), view.queue_id)
+                .map_or(view.queue_offset, |queue| queue.max_offset())
         });
         if view.queue_offset != expected {
             return Ok(Some(format!(
@@ -143,9 +173,10 @@ pub fn recover(
     // Only an invalid record means there may be data past the valid end.
     let (data_end, stop_reason) = match end {
         ScanEnd::EndOfData | ScanEnd::EndOfSegments => (valid_end, None),
-        ScanEnd::Invalid { offset, reason } => {
-            (furthest_data(commit_log, valid_end), Some(format!("invalid record at offset {offset}: {reason}")))
-        }
+        ScanEnd::Invalid { offset, reason } => (
+            furthest_data(commit_log, valid_end),
+            Some(format!("invalid record at offset {offset}: {reason}")),
+        ),
     };
 
     if writable {
@@ -167,8 +198,13 @@ pub fn recover(
             let view = view_of.view();
             Some((view.store_timestamp, view.total_size as i64))
         };
-        let complete_below = index.recover(start as i64, !abort_file_found, record_at)?.complete_below;
-        u64::try_from(complete_below).unwrap_or(start).max(commit_log.min_offset()).min(start)
+        let complete_below = index
+            .recover(start as i64, !abort_file_found, record_at)?
+            .complete_below;
+        u64::try_from(complete_below)
+            .unwrap_or(start)
+            .max(commit_log.min_offset())
+            .min(start)
     } else {
         start
     };
@@ -183,7 +219,9 @@ pub fn recover(
             }
         } else if view.is_dispatched_to_consume_queue() {
             let topic = view.topic_str();
-            let present = queues.get(&topic, view.queue_id).is_some_and(|queue| view.queue_offset < queue.max_offset());
+            let present = queues
+                .get(&topic, view.queue_id)
+                .is_some_and(|queue| view.queue_offset < queue.max_offset());
             if !present {
                 records_not_dispatched += 1;
             }
