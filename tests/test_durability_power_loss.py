@@ -12,7 +12,12 @@ import rmq
 
 from tests.support.power_loss import crash_copy
 
-OPTIONS = {"commitlog_segment_size": 32 * 1024, "consume_queue_entries_per_file": 32}
+OPTIONS = {
+    "commitlog_segment_size": 32 * 1024,
+    "consume_queue_entries_per_file": 32,
+    "index_slot_count": 512,
+    "index_entry_count": 2048,
+}
 
 
 def test_sync_flush_loses_nothing_acknowledged(tmp_path: Path) -> None:

@@ -61,8 +61,13 @@ struct StoreInner {
     flush: FlushService,
     /// Commit-log offset below which every record has been dispatched.
     dispatched_offset: AtomicU64,
-    /// Store time of the newest record, for the checkpoint.
+    /// Store time of the newest record.
     last_store_timestamp: AtomicI64,
+    /// A store time no newer than the last flushed record's (RocketMQ's recovery reads
+    /// the checkpoint's timestamps; older is safe).
+    flushed_store_timestamp: AtomicI64,
+    /// The flushed offset last written to the checkpoint.
+    checkpoint_lock: Mutex<i64>,
     closed: AtomicBool,
     /// The message-key index (format §3), fed by dispatch like the queues.
     index: IndexService,
@@ -153,6 +158,8 @@ impl Store {
             flush: FlushService::new(end),
             dispatched_offset: AtomicU64::new(end),
             last_store_timestamp: AtomicI64::new(checkpoint.physic_msg_timestamp),
+            flushed_store_timestamp: AtomicI64::new(checkpoint.physic_msg_timestamp),
+            checkpoint_lock: Mutex::new(0),
             closed: AtomicBool::new(false),
             recovery_report,
             index,
@@ -710,6 +717,16 @@ impl Store {
                 detail: format!("{hidden} consume-queue entries point past the end of the valid log (recovery would remove them)"),
             });
         }
+        let index = self.verify_index()?;
+        report.difference_count += index.difference_count;
+        for detail in index.differences {
+            if report.differences.len() < crate::verify::MAX_LISTED_DIFFERENCES {
+                report.differences.push(crate::verify::Difference {
+                    kind: "index",
+                    detail,
+                });
+            }
+        }
         Ok(report)
     }
 
@@ -820,9 +837,13 @@ impl StoreInner {
     /// msync the log up to what is written now; returns the flushed offset.
     fn flush_log(&self) -> Result<u64> {
         self.flush.run_flush(|| {
+            // Read before the target, so it is no newer than the last record flushed.
+            let timestamp = self.last_store_timestamp.load(Ordering::Acquire);
             let target = self.commit_log.write_offset();
             let from = self.flush.flushed_offset().min(target);
             self.commit_log.flush_range(from, target)?;
+            self.flushed_store_timestamp
+                .fetch_max(timestamp, Ordering::AcqRel);
             Ok(target)
         })
     }
@@ -830,18 +851,22 @@ impl StoreInner {
     /// Flush the queues, then record in the checkpoint an offset below which the log and
     /// the queues are both durable.
     fn checkpoint(&self) -> Result<()> {
+        // Serialised and monotonic: a background checkpoint racing an explicit flush
+        // must not record an older offset after a newer one.
+        let mut last_written = self.checkpoint_lock.lock().expect("checkpoint lock");
+        let timestamp = self.flushed_store_timestamp.load(Ordering::Acquire);
         let dispatched = self.dispatched_offset.load(Ordering::Acquire);
         self.queues.flush()?;
         self.index.flush()?;
-        let safe = self.flush.flushed_offset().min(dispatched);
-        let timestamp = self.last_store_timestamp.load(Ordering::Acquire);
+        let safe = (self.flush.flushed_offset().min(dispatched) as i64).max(*last_written);
+        *last_written = safe;
         let checkpoint = Checkpoint {
             physic_msg_timestamp: timestamp,
             logics_msg_timestamp: timestamp,
             index_msg_timestamp: self.index.sealed_end_timestamp(),
             master_flushed_offset: 0,
             confirm_phy_offset: 0,
-            flushed_offset: Some(safe as i64),
+            flushed_offset: Some(safe),
         };
         checkpoint.store(&self.root)
     }
