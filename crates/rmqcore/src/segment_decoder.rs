@@ -26,12 +26,21 @@ use crate::body_crc::body_crc;
 use crate::crc_property::check_crc_property;
 use crate::error::{Error, IoContext, Result};
 use crate::record::{
-    decode_record, DecodeError, Decoded, RecordView, MAGIC_POSITION, MAGIC_V1,
+    decode_record, DecodeError, Decoded, RecordView, FIXED_PART_V4, MAGIC_POSITION, MAGIC_V1,
     MAGIC_V2, PHYSICAL_OFFSET_POSITION, TOTAL_SIZE_POSITION,
 };
 use crate::segment::{parse_segment_file_name, Segment};
 
-pub use columns::{Bitmap, ColumnBatch, ListColumn, MapColumn, VarColumn};
+pub use columns::{Bitmap, ColumnBatch, ColumnSelection, ListColumn, MapColumn, VarColumn};
+
+/// No record is shorter: the fixed part, the body length, a 1-byte topic length and the
+/// properties length (format §1.2).
+const MIN_RECORD_LENGTH: usize = FIXED_PART_V4 + 4 + 1 + 2;
+
+/// Room reserved up front for a batch's bodies. Kept well below glibc's largest mmap
+/// threshold (32 MiB) so that, batch after batch, the allocator hands back the same heap
+/// memory instead of mapping (and the kernel zeroing) fresh pages each time.
+const BODY_RESERVATION: usize = 8 << 20;
 
 /// Why reading stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,8 +103,12 @@ pub struct RecordFilter {
 
 impl RecordFilter {
     pub fn accepts(&self, view: &RecordView<'_>) -> bool {
-        if self.store_time_min.is_some_and(|min| view.store_timestamp < min)
-            || self.store_time_max.is_some_and(|max| view.store_timestamp > max)
+        if self
+            .store_time_min
+            .is_some_and(|min| view.store_timestamp < min)
+            || self
+                .store_time_max
+                .is_some_and(|max| view.store_timestamp > max)
         {
             return false;
         }
@@ -116,6 +129,7 @@ pub struct BatchOptions {
     /// A batch closes before a record that would take it past this many record bytes
     /// (a single larger record still makes a batch of its own).
     pub max_bytes: usize,
+    pub columns: ColumnSelection,
 }
 
 impl Default for BatchOptions {
@@ -124,7 +138,8 @@ impl Default for BatchOptions {
             verify_crc: true,
             filter: RecordFilter::default(),
             max_rows: 8192,
-            max_bytes: 32 << 20,
+            max_bytes: 4 << 20,
+            columns: ColumnSelection::ALL,
         }
     }
 }
@@ -207,7 +222,9 @@ impl SegmentDecoder {
     }
 
     fn bytes(&self) -> &[u8] {
-        self.segment.as_ref().map_or(&[], |segment| segment.bytes(0, segment.size()))
+        self.segment
+            .as_ref()
+            .map_or(&[], |segment| segment.bytes(0, segment.size()))
     }
 
     /// Read what starts at `position`: a record, or the reason there is none. `limit` is
@@ -221,7 +238,8 @@ impl SegmentDecoder {
             return Step::End(SegmentEnd::Limit);
         }
         let bytes = &file[position..];
-        let invalid = |reason: String| Step::End(SegmentEnd::Invalid(self.invalid(position, reason)));
+        let invalid =
+            |reason: String| Step::End(SegmentEnd::Invalid(self.invalid(position, reason)));
         match decode_record(bytes, false) {
             Ok(Decoded::Record(view)) => {
                 let expected = self.start_offset + position as u64;
@@ -232,7 +250,11 @@ impl SegmentDecoder {
                     ));
                 }
                 let crc_ok = verify_crc.then(|| crc_matches(&view, &bytes[..view.total_size]));
-                Step::Record(SegmentRecord { position, view, crc_ok })
+                Step::Record(SegmentRecord {
+                    position,
+                    view,
+                    crc_ok,
+                })
             }
             Ok(Decoded::Blank) => {
                 let declared = read_i32(bytes, TOTAL_SIZE_POSITION);
@@ -290,7 +312,12 @@ impl SegmentDecoder {
     /// Decode the records starting in `[from, limit)` into columns, stopping early when
     /// the batch is full (`end` is then `None` and `next_position` is where to go on).
     pub fn decode_batch(&self, from: usize, limit: usize, options: &BatchOptions) -> DecodedBatch {
-        let mut columns = ColumnBatch::default();
+        let range = limit.min(self.size()).saturating_sub(from);
+        let mut columns = ColumnBatch::with_capacity(
+            options.max_rows.min(range / MIN_RECORD_LENGTH + 1),
+            options.max_bytes.min(range).min(BODY_RESERVATION),
+            options.columns,
+        );
         let mut position = from;
         let mut records_scanned = 0;
         let end = loop {
@@ -393,7 +420,10 @@ impl<'a> Iterator for Records<'a> {
         if self.end.is_some() {
             return None;
         }
-        match self.decoder.read_at(self.position, self.limit, self.verify_crc) {
+        match self
+            .decoder
+            .read_at(self.position, self.limit, self.verify_crc)
+        {
             Step::Record(record) => {
                 self.position += record.view.total_size;
                 Some(record)

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use rmqcore::body_crc::body_crc;
 use rmqcore::record::{encode_blank, encode_record, record_length, Placement, RecordInput};
 use rmqcore::segment::segment_file_name;
-use rmqcore::segment_decoder::{BatchOptions, RecordFilter, SegmentDecoder, SegmentEnd};
+use rmqcore::segment_decoder::{
+    BatchOptions, ColumnSelection, RecordFilter, SegmentDecoder, SegmentEnd,
+};
 
 const SEGMENT_SIZE: usize = 64 * 1024;
 
@@ -82,7 +84,9 @@ fn a_corrupt_record_in_the_middle_is_reported_after_the_records_before_it() {
     let decoder = SegmentDecoder::open(&path).unwrap();
     let (rows, end) = decode_all(&decoder);
     assert_eq!(rows, 7);
-    let Some(SegmentEnd::Invalid(invalid)) = end else { panic!("{end:?}") };
+    let Some(SegmentEnd::Invalid(invalid)) = end else {
+        panic!("{end:?}")
+    };
     assert_eq!(invalid.position, positions[7]);
     assert!(invalid.reason.contains("magic"), "{}", invalid.reason);
     assert!(!invalid.nothing_after, "records follow it");
@@ -114,7 +118,9 @@ fn a_torn_last_record_says_nothing_follows_it() {
     let (_dir, path) = write(&file);
     let (rows, end) = decode_all(&SegmentDecoder::open(&path).unwrap());
     assert_eq!(rows, 5);
-    let Some(SegmentEnd::Invalid(invalid)) = end else { panic!("{end:?}") };
+    let Some(SegmentEnd::Invalid(invalid)) = end else {
+        panic!("{end:?}")
+    };
     assert!(invalid.nothing_after);
 }
 
@@ -145,7 +151,11 @@ fn split_points_fall_on_record_starts_and_parts_cover_every_record_once() {
     for (from, limit) in points.iter().zip(&limits) {
         let mut records = decoder.records(*from, *limit, true);
         offsets.extend(records.by_ref().map(|record| record.position));
-        let expected = if *limit == decoder.size() { SegmentEnd::EndOfData } else { SegmentEnd::Limit };
+        let expected = if *limit == decoder.size() {
+            SegmentEnd::EndOfData
+        } else {
+            SegmentEnd::Limit
+        };
         assert_eq!(records.end(), Some(&expected));
     }
     assert_eq!(offsets, positions[..200]);
@@ -159,9 +169,18 @@ fn batches_respect_row_and_byte_limits_and_resume() {
     let (_dir, path) = write(&file);
     let decoder = SegmentDecoder::open(&path).unwrap();
     for options in [
-        BatchOptions { max_rows: 7, ..BatchOptions::default() },
-        BatchOptions { max_bytes: 1000, ..BatchOptions::default() },
-        BatchOptions { max_bytes: 1, ..BatchOptions::default() },
+        BatchOptions {
+            max_rows: 7,
+            ..BatchOptions::default()
+        },
+        BatchOptions {
+            max_bytes: 1000,
+            ..BatchOptions::default()
+        },
+        BatchOptions {
+            max_bytes: 1,
+            ..BatchOptions::default()
+        },
     ] {
         let mut position = 0;
         let mut rows = Vec::new();
@@ -190,7 +209,14 @@ fn filters_drop_rows_but_not_validation() {
         store_time_min: Some(1010),
         store_time_max: Some(1019),
     };
-    let batch = decoder.decode_batch(0, SEGMENT_SIZE, &BatchOptions { filter, ..BatchOptions::default() });
+    let batch = decoder.decode_batch(
+        0,
+        SEGMENT_SIZE,
+        &BatchOptions {
+            filter,
+            ..BatchOptions::default()
+        },
+    );
     assert_eq!(batch.columns.queue_offset, vec![11, 13, 15, 17, 19]);
     assert_eq!(batch.records_scanned, 30);
     assert!(matches!(batch.end, Some(SegmentEnd::Invalid(_))));
@@ -211,4 +237,38 @@ fn empty_and_misnamed_files() {
     let decoder = SegmentDecoder::open_at(&misnamed, 0).unwrap();
     assert_eq!(decode_all(&decoder), (2, Some(SegmentEnd::EndOfData)));
     assert!(SegmentDecoder::open(&dir.path().join(segment_file_name(0))).is_err());
+}
+
+#[test]
+fn columns_left_out_hold_empty_values() {
+    let (file, _) = records(3, 40);
+    let (_dir, path) = write(&file);
+    let decoder = SegmentDecoder::open(&path).unwrap();
+    let columns = ColumnSelection {
+        msg_id: false,
+        properties: false,
+        body: false,
+        hosts: false,
+    };
+    let batch = decoder.decode_batch(
+        0,
+        SEGMENT_SIZE,
+        &BatchOptions {
+            columns,
+            ..BatchOptions::default()
+        },
+    );
+    let batch = batch.columns;
+    assert_eq!(batch.rows(), 3);
+    assert_eq!(batch.body_size, vec![40, 40, 40]);
+    for column in [
+        &batch.body,
+        &batch.msg_id,
+        &batch.born_host,
+        &batch.store_host,
+    ] {
+        assert_eq!(column.offsets, vec![0, 0, 0, 0]);
+    }
+    assert_eq!(batch.keys.offsets, vec![0, 0, 0, 0]);
+    assert_eq!(batch.topic.value(1), b"b");
 }

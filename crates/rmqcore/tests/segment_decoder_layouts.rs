@@ -112,8 +112,14 @@ fn every_layout_decodes_to_its_fields() {
         assert_eq!(columns.body.value(row), &spec.body[..]);
         assert_eq!(columns.queue_id[row], row as i32);
         assert_eq!(columns.queue_offset[row], 10 + row as i64);
-        assert_eq!(columns.born_host.value(row), spec.born_host.to_string().as_bytes());
-        assert_eq!(columns.store_host.value(row), spec.store_host.to_string().as_bytes());
+        assert_eq!(
+            columns.born_host.value(row),
+            spec.born_host.to_string().as_bytes()
+        );
+        assert_eq!(
+            columns.store_host.value(row),
+            spec.store_host.to_string().as_bytes()
+        );
         assert_eq!(
             columns.msg_id.value(row),
             rmqcore::msg_id::create_msg_id(&spec.store_host, columns.commitlog_offset[row])
@@ -127,7 +133,11 @@ fn every_layout_decodes_to_its_fields() {
     let names: Vec<&[u8]> = (0..columns.properties.names.len())
         .map(|i| columns.properties.names.value(i))
         .collect();
-    assert_eq!(names.iter().filter(|name| **name == b"__CRC32#").count(), 1, "{names:?}");
+    assert_eq!(
+        names.iter().filter(|name| **name == b"__CRC32#").count(),
+        1,
+        "{names:?}"
+    );
 }
 
 #[test]
@@ -145,7 +155,10 @@ fn a_wrong_crc_property_is_flagged_not_fatal() {
     assert!(!batch.columns.crc_ok.get(0));
     assert!(batch.columns.crc_ok.get(1));
 
-    let unchecked = BatchOptions { verify_crc: false, ..BatchOptions::default() };
+    let unchecked = BatchOptions {
+        verify_crc: false,
+        ..BatchOptions::default()
+    };
     let batch = decoder.decode_batch(0, SEGMENT_SIZE, &unchecked);
     assert_eq!(batch.columns.crc_checked.count_ones(), 0);
 }
@@ -153,7 +166,10 @@ fn a_wrong_crc_property_is_flagged_not_fatal() {
 #[test]
 fn store_written_segments_decode_to_what_the_store_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let options = StoreOptions { commitlog_segment_size: 4096, ..StoreOptions::default() };
+    let options = StoreOptions {
+        commitlog_segment_size: 4096,
+        ..StoreOptions::default()
+    };
     let store = Store::open(dir.path(), options).unwrap();
     let mut offsets = Vec::new();
     for i in 0..60i32 {
@@ -180,7 +196,10 @@ fn store_written_segments_decode_to_what_the_store_reads() {
     for file in &files {
         let decoder = SegmentDecoder::open(file).unwrap();
         let batch = decoder.decode_batch(0, decoder.size(), &BatchOptions::default());
-        assert!(matches!(batch.end, Some(SegmentEnd::Blank | SegmentEnd::EndOfData)));
+        assert!(matches!(
+            batch.end,
+            Some(SegmentEnd::Blank | SegmentEnd::EndOfData)
+        ));
         let columns = &batch.columns;
         for row in 0..columns.rows() {
             let stored = store.read_at(columns.commitlog_offset[row]).unwrap();
@@ -208,7 +227,10 @@ fn store_written_segments_decode_to_what_the_store_reads() {
             assert_eq!(pairs, stored.properties);
             assert_eq!(columns.queue_offset[row], stored.queue_offset);
             assert_eq!(columns.store_timestamp[row], stored.store_timestamp);
-            assert_eq!(columns.born_host.value(row), stored.born_host.to_string().as_bytes());
+            assert_eq!(
+                columns.born_host.value(row),
+                stored.born_host.to_string().as_bytes()
+            );
         }
         decoded += columns.rows();
     }

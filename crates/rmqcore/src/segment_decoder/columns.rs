@@ -14,9 +14,7 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 
-use crate::properties::{
-    NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR, PROPERTY_TAGS,
-};
+use crate::properties::{NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR, PROPERTY_TAGS};
 
 use super::SegmentRecord;
 
@@ -37,6 +35,15 @@ impl Default for VarColumn {
 }
 
 impl VarColumn {
+    pub fn with_capacity(values: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(values + 1);
+        offsets.push(0);
+        VarColumn {
+            offsets,
+            data: Vec::with_capacity(bytes),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.offsets.len() - 1
     }
@@ -64,7 +71,9 @@ impl VarColumn {
     pub fn push_text(&mut self, bytes: &[u8]) {
         match std::str::from_utf8(bytes) {
             Ok(_) => self.data.extend_from_slice(bytes),
-            Err(_) => self.data.extend_from_slice(String::from_utf8_lossy(bytes).as_bytes()),
+            Err(_) => self
+                .data
+                .extend_from_slice(String::from_utf8_lossy(bytes).as_bytes()),
         }
         self.close_value();
     }
@@ -93,7 +102,10 @@ impl Bitmap {
     }
 
     pub fn count_ones(&self) -> usize {
-        self.bytes.iter().map(|byte| byte.count_ones() as usize).sum()
+        self.bytes
+            .iter()
+            .map(|byte| byte.count_ones() as usize)
+            .sum()
     }
 }
 
@@ -163,6 +175,33 @@ impl HostText {
     }
 }
 
+/// Which of the costlier columns to fill. An unselected column still has a value per
+/// row (empty text, an empty list or map, no tag), so every column stays well formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnSelection {
+    pub msg_id: bool,
+    /// `tags`, `keys` and `properties`, which one pass over the properties fills.
+    pub properties: bool,
+    pub body: bool,
+    /// `born_host` and `store_host`.
+    pub hosts: bool,
+}
+
+impl ColumnSelection {
+    pub const ALL: ColumnSelection = ColumnSelection {
+        msg_id: true,
+        properties: true,
+        body: true,
+        hosts: true,
+    };
+}
+
+impl Default for ColumnSelection {
+    fn default() -> Self {
+        ColumnSelection::ALL
+    }
+}
+
 /// One column per field of the Spark schema (except the shard name, which the reader
 /// knows); timestamps in milliseconds since the epoch.
 #[derive(Debug, Clone, Default)]
@@ -190,6 +229,7 @@ pub struct ColumnBatch {
     /// Unset where CRCs were not verified.
     pub crc_checked: Bitmap,
     record_bytes: usize,
+    selection: ColumnSelection,
     born_host_text: HostText,
     store_host_text: HostText,
     /// Name and value ranges of the current record's properties, reused between rows.
@@ -197,6 +237,31 @@ pub struct ColumnBatch {
 }
 
 impl ColumnBatch {
+    /// An empty batch with room for about `rows` rows of `record_bytes` in total, so that
+    /// filling it does not reallocate (and copy) its columns as they grow.
+    pub fn with_capacity(rows: usize, record_bytes: usize, selection: ColumnSelection) -> Self {
+        let text = |bytes_per_row: usize| VarColumn::with_capacity(rows, rows * bytes_per_row);
+        ColumnBatch {
+            topic: text(16),
+            queue_id: Vec::with_capacity(rows),
+            queue_offset: Vec::with_capacity(rows),
+            commitlog_offset: Vec::with_capacity(rows),
+            msg_id: text(32),
+            tags: text(8),
+            body: VarColumn::with_capacity(rows, if selection.body { record_bytes } else { 0 }),
+            body_size: Vec::with_capacity(rows),
+            born_timestamp: Vec::with_capacity(rows),
+            store_timestamp: Vec::with_capacity(rows),
+            born_host: text(24),
+            store_host: text(24),
+            sys_flag: Vec::with_capacity(rows),
+            flag: Vec::with_capacity(rows),
+            reconsume_times: Vec::with_capacity(rows),
+            selection,
+            ..ColumnBatch::default()
+        }
+    }
+
     pub fn rows(&self) -> usize {
         self.queue_id.len()
     }
@@ -208,19 +273,36 @@ impl ColumnBatch {
 
     pub fn push(&mut self, record: &SegmentRecord<'_>) {
         let view = &record.view;
+        let selection = self.selection;
         self.topic.push_text(view.topic);
         self.queue_id.push(view.queue_id);
         self.queue_offset.push(view.queue_offset);
         self.commitlog_offset.push(view.physical_offset);
-        push_msg_id(&mut self.msg_id, &view.store_host, view.physical_offset);
-        self.push_properties(view.properties);
-        self.body.push_bytes(view.body);
+        if selection.msg_id {
+            push_msg_id(&mut self.msg_id, &view.store_host, view.physical_offset);
+        } else {
+            self.msg_id.push_bytes(b"");
+        }
+        self.push_properties(if selection.properties {
+            view.properties
+        } else {
+            b""
+        });
+        self.body
+            .push_bytes(if selection.body { view.body } else { b"" });
         self.body_size
             .push(i32::try_from(view.body.len()).expect("a record's length is an i32"));
         self.born_timestamp.push(view.born_timestamp);
         self.store_timestamp.push(view.store_timestamp);
-        self.born_host.push_bytes(self.born_host_text.text(view.born_host));
-        self.store_host.push_bytes(self.store_host_text.text(view.store_host));
+        if selection.hosts {
+            self.born_host
+                .push_bytes(self.born_host_text.text(view.born_host));
+            self.store_host
+                .push_bytes(self.store_host_text.text(view.store_host));
+        } else {
+            self.born_host.push_bytes(b"");
+            self.store_host.push_bytes(b"");
+        }
         self.sys_flag.push(view.sys_flag);
         self.flag.push(view.flag);
         self.reconsume_times.push(view.reconsume_times);
@@ -248,7 +330,11 @@ impl ColumnBatch {
                     match &properties[name.clone()] {
                         n if n == PROPERTY_TAGS.as_bytes() => tags = Some(value),
                         n if n == PROPERTY_KEYS.as_bytes() => keys = Some(value),
-                        n => match self.scratch.iter_mut().find(|(seen, _)| &properties[seen.clone()] == n) {
+                        n => match self
+                            .scratch
+                            .iter_mut()
+                            .find(|(seen, _)| &properties[seen.clone()] == n)
+                        {
                             Some(existing) => existing.1 = value,
                             None => self.scratch.push((name, value)),
                         },
@@ -271,7 +357,10 @@ impl ColumnBatch {
             }
         }
         if let Some(range) = keys {
-            for key in properties[range].split(|b| *b == b' ').filter(|key| !key.is_empty()) {
+            for key in properties[range]
+                .split(|b| *b == b' ')
+                .filter(|key| !key.is_empty())
+            {
                 self.keys.values.push_text(key);
             }
         }

@@ -1,0 +1,155 @@
+"""The PySpark data source ``rmq`` (Python Data Source API): reads commit-log segment
+files through the native decoder, one partition per segment or segment part."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from rmq.errors import InvalidArgumentError
+from rmq.spark.arrow import ARROW_SCHEMA, SegmentPart, read_part
+from rmq.spark.layout import find_shards, plan_parts
+from rmq.spark.options import ReadOptions, Selection, parse_options
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import Filter
+
+__all__ = ["SCHEMA", "RmqDataSource"]
+
+#: The rows of ``spark.read.format("rmq")``.
+SCHEMA = StructType(
+    [
+        StructField("shard", StringType(), nullable=False),
+        StructField("topic", StringType(), nullable=False),
+        StructField("queue_id", IntegerType(), nullable=False),
+        StructField("queue_offset", LongType(), nullable=False),
+        StructField("commitlog_offset", LongType(), nullable=False),
+        StructField("msg_id", StringType(), nullable=False),
+        StructField("tags", StringType(), nullable=True),
+        StructField("keys", ArrayType(StringType(), containsNull=False), nullable=False),
+        StructField(
+            "properties",
+            MapType(StringType(), StringType(), valueContainsNull=False),
+            nullable=False,
+        ),
+        StructField("body", BinaryType(), nullable=False),
+        StructField("body_size", IntegerType(), nullable=False),
+        StructField("born_timestamp", TimestampType(), nullable=False),
+        StructField("store_timestamp", TimestampType(), nullable=False),
+        StructField("born_host", StringType(), nullable=False),
+        StructField("store_host", StringType(), nullable=False),
+        StructField("sys_flag", IntegerType(), nullable=False),
+        StructField("flag", IntegerType(), nullable=False),
+        StructField("reconsume_times", IntegerType(), nullable=False),
+        StructField("body_crc_ok", BooleanType(), nullable=True),
+    ]
+)
+
+
+class RmqDataSource(DataSource):
+    """``spark.read.format("rmq").load(path)``; see ``docs/spark.md``."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.read_options = parse_options(options)
+
+    @classmethod
+    def name(cls) -> str:
+        return "rmq"
+
+    def schema(self) -> StructType:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        arrow_schema = ARROW_SCHEMA if schema == SCHEMA else _projection(schema)
+        if self.read_options.filter_pushdown:
+            return _FilteringReader(self.read_options, arrow_schema)
+        return _Reader(self.read_options, arrow_schema)
+
+
+def _loosely(data_type: DataType) -> DataType:
+    """The type with nested nullability dropped."""
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_loosely(data_type.elementType))
+    if isinstance(data_type, MapType):
+        return MapType(_loosely(data_type.keyType), _loosely(data_type.valueType))
+    return data_type
+
+
+def _projection(schema: StructType) -> Any:
+    """The Arrow schema of a user-given ``.schema()``: some of ``SCHEMA``'s columns, by
+    name, with the same types (nullability aside)."""
+    for field in schema.fields:
+        if field.name not in SCHEMA.names:
+            raise InvalidArgumentError(
+                f"column {field.name!r} is not one of the rmq source's: {', '.join(SCHEMA.names)}",
+                argument="schema",
+            )
+        ours = SCHEMA[field.name]
+        if _loosely(field.dataType) != _loosely(ours.dataType) or (
+            ours.nullable and not field.nullable
+        ):
+            raise InvalidArgumentError(
+                f"column {field.name!r} is {ours.dataType.simpleString()}"
+                f"{'' if ours.nullable else ' not null'} in the rmq source, "
+                f"not {field.dataType.simpleString()}",
+                argument="schema",
+            )
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+class _Reader(DataSourceReader):
+    def __init__(self, options: ReadOptions, arrow_schema: Any) -> None:
+        self.options = options
+        self.arrow_schema = arrow_schema
+        self.selection: Selection = options.selection
+
+    def partitions(self) -> list[InputPartition]:
+        if self.selection.is_empty():
+            return []
+        shards = find_shards(self.options.path)
+        if self.selection.shards is not None:
+            shards = [shard for shard in shards if shard.name in self.selection.shards]
+        return [InputPartition(part) for part in plan_parts(shards, self.options.split_size)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        part = partition.value
+        if not isinstance(part, SegmentPart) or self.selection.is_empty():
+            return iter(())
+        topics = self.selection.topics
+        return read_part(
+            part,
+            verify_crc=self.options.verify_crc,
+            topics=None if topics is None else sorted(topics),
+            store_time_min=self.selection.store_time_min,
+            store_time_max=self.selection.store_time_max,
+            on_corrupt=self.options.on_corrupt,
+            batch_rows=self.options.batch_rows,
+            schema=self.arrow_schema,
+        )
+
+
+class _FilteringReader(_Reader):
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        # Imported here: the filter classes exist from pyspark 4.1, the first version
+        # that calls this; 4.0 reads without pushdown.
+        from rmq.spark.filters import push_filters
+
+        self.selection, remaining = push_filters(self.selection, filters)
+        return remaining
