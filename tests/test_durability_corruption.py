@@ -190,3 +190,18 @@ def test_damage_below_the_checkpoint_is_reported_and_keeps_neighbours(tmp_path: 
         assert not report.clean
         assert [kind for kind, _ in report.differences] == ["corrupt_record"]
         assert str(written[victim][3]) in report.differences[0][1]
+
+
+def test_rebuild_recreates_queues_and_index_from_the_log(tmp_path: Path) -> None:
+    written = write_store(tmp_path, seed=3)
+    for queue_file in (tmp_path / "consumequeue").glob("Damage/1/*"):
+        queue_file.write_bytes(bytes(queue_file.stat().st_size))
+    with rmq.Store(tmp_path, **OPTIONS) as store:
+        assert not store.verify().clean
+        assert store.rebuild() == len(written)
+        assert store.verify().clean
+        for queue_id, queue_offset, body, _, _ in written[::17]:
+            assert store.get("Damage", queue_id, queue_offset, 1)[0].body == body
+        key_index = 120
+        (found,) = store.query_by_key("Damage", f"k{key_index}")
+        assert found.body == written[key_index][2]

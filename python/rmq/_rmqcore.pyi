@@ -370,8 +370,11 @@ class Store:
         """Test hook: make the store see ``ratio`` as its disk usage (``None`` to stop)."""
     def verify(self) -> VerifyReport:
         """Check every record's CRC and every consume-queue entry against the log."""
-    def rebuild_consume_queues(self) -> int:
-        """Delete the consume queues and dispatch the whole log again; returns entries."""
+    def rebuild(self) -> int:
+        """Delete the consume queues and the index and dispatch the whole log again.
+
+        Returns the number of queue entries written.
+        """
     def _inject_flush_failure(self, message: str) -> None:
         """Test hook: the next flush fails as a disk error would."""
     def flush(self) -> None:

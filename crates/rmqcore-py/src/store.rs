@@ -498,9 +498,9 @@ impl PyStore {
         without_gil(py, || store.verify()).map(PyVerifyReport::from)
     }
 
-    fn rebuild_consume_queues(&self, py: Python<'_>) -> PyResult<u64> {
+    fn rebuild(&self, py: Python<'_>) -> PyResult<u64> {
         let store = &self.inner;
-        without_gil(py, || store.rebuild_consume_queues())
+        without_gil(py, || store.rebuild())
     }
 
     /// Test hook: the next flush fails as a disk error would.

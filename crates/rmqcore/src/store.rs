@@ -730,16 +730,28 @@ impl Store {
         Ok(report)
     }
 
-    /// Delete every consume queue and dispatch the whole log again.
-    pub fn rebuild_consume_queues(&self) -> Result<u64> {
+    /// Delete every consume queue and index entry and dispatch the whole log again.
+    pub fn rebuild(&self) -> Result<u64> {
         self.check_writable()?;
         let _writer = self.inner.write_guard();
         for topic in self.inner.queues.topics() {
             self.inner.queues.remove_topic(&topic)?;
         }
-        let mut dispatched = 0u64;
         let start = self.inner.commit_log.min_offset();
+        // Cutting the index at the log's first record empties it.
+        let record_at = |offset: i64| {
+            let record = self
+                .inner
+                .commit_log
+                .read(u64::try_from(offset).ok()?, false)
+                .ok()?;
+            let view = record.view();
+            Some((view.store_timestamp, view.total_size as i64))
+        };
+        self.inner.index.recover(start as i64, false, record_at)?;
+        let mut dispatched = 0u64;
         self.inner.commit_log.scan(start, false, |_, view| {
+            self.inner.index.dispatch(view)?;
             if dispatch_to_consume_queue(&self.inner.queues, view)?
                 == crate::dispatch::Dispatched::Appended
             {
