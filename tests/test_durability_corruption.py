@@ -76,12 +76,21 @@ def queue_offset_flip(record: bytearray, _: random.Random) -> None:
 
 
 def zeroed_range(record: bytearray, generator: random.Random) -> None:
-    # Zeroes part of the body and what follows. Header fields that no checksum or
-    # layout rule covers (timestamps, hosts, flag) are not detectable without the 5.x
-    # whole-record CRC property, so the range starts inside the body.
-    start = 88 + generator.randrange(0, max(1, len(record) - 120))
+    start = generator.randrange(0, len(record) - 4)
     end = min(len(record), start + generator.randrange(4, 64))
     record[start:end] = bytes(end - start)
+
+
+def store_timestamp_flip(record: bytearray, _: random.Random) -> None:
+    flip(record, 60)  # covered only by the record CRC property
+
+
+def born_host_flip(record: bytearray, _: random.Random) -> None:
+    flip(record, 49)
+
+
+def property_flip(record: bytearray, _: random.Random) -> None:
+    flip(record, len(record) - 25)  # inside the KEYS value, before the CRC region
 
 
 DAMAGE: dict[str, Callable[[bytearray, random.Random], None]] = {
@@ -92,6 +101,9 @@ DAMAGE: dict[str, Callable[[bytearray, random.Random], None]] = {
     "physical offset bit flip": physical_offset_flip,
     "queue offset bit flip": queue_offset_flip,
     "zeroed range": zeroed_range,
+    "store timestamp bit flip": store_timestamp_flip,
+    "born host bit flip": born_host_flip,
+    "property bit flip": property_flip,
 }
 
 
@@ -151,9 +163,7 @@ def test_garbage_from_inside_a_record_to_the_segment_end(tmp_path: Path) -> None
         victim = generator.randrange(len(written) - 60, len(written))
         segment, position = locate(path, written[victim][3])
         data = bytearray(segment.read_bytes())
-        # From a point in the header or body: the properties after the body are covered
-        # by no checksum unless the 5.x whole-record CRC property is written.
-        start = position + generator.randrange(0, 88 + len(written[victim][2]))
+        start = position + generator.randrange(0, written[victim][4])
         data[start:] = generator.randbytes(len(data) - start)
         segment.write_bytes(bytes(data))
         simulate_crash_with_checkpoint_at(path, written[victim - 40][3])

@@ -168,7 +168,10 @@ def has_field(name: str) -> bool:
 
 def rocketmq_fields(message: dict[str, Any]) -> dict[str, Any]:
     """A message of the dump in the shape of ``rmq_fields``."""
-    properties = {k: v for k, v in message["properties"].items() if k not in ("TAGS", "KEYS")}
+    # rmq exposes TAGS and KEYS as fields and hides the record-CRC property (__CRC32#),
+    # which RocketMQ shows as an ordinary property.
+    hidden = ("TAGS", "KEYS", "__CRC32#")
+    properties = {k: v for k, v in message["properties"].items() if k not in hidden}
     fields = {
         "topic": message["topic"],
         "queue_id": message["queueId"],

@@ -225,6 +225,7 @@ class Store:
         delete_files_batch_max: int = 10,
         delete_interval_ms: int = 100,
         retention_check_interval_ms: int = 10000,
+        append_record_crc: bool = True,
     ) -> Store:
         """Open or create the store at ``path`` and recover it.
 

@@ -4,8 +4,8 @@
 
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError};
 use pyo3::prelude::*;
-use pyo3::IntoPyObjectExt;
 use pyo3::types::PyDict;
+use pyo3::IntoPyObjectExt;
 use rmqcore::Error;
 
 fn raise(py: Python<'_>, class: &str, message: String, fields: &[(&str, Py<PyAny>)]) -> PyErr {
@@ -28,7 +28,11 @@ fn object<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> Py<PyAny> {
 pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
     let message = error.to_string();
     match error {
-        Error::Corrupt { file, offset, reason } => raise(
+        Error::Corrupt {
+            file,
+            offset,
+            reason,
+        } => raise(
             py,
             "CorruptRecordError",
             message,
@@ -38,19 +42,32 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
                 ("reason", object(py, reason)),
             ],
         ),
-        Error::OffsetOutOfRange { offset, min, max, .. } => raise(
+        Error::OffsetOutOfRange {
+            offset, min, max, ..
+        } => raise(
             py,
             "OffsetOutOfRangeError",
             message,
-            &[("offset", object(py, offset)), ("min_offset", object(py, min)), ("max_offset", object(py, max))],
+            &[
+                ("offset", object(py, offset)),
+                ("min_offset", object(py, min)),
+                ("max_offset", object(py, max)),
+            ],
         ),
-        Error::InvalidArgument { argument, .. } => {
-            raise(py, "InvalidArgumentError", message, &[("argument", object(py, argument))])
-        }
+        Error::InvalidArgument { argument, .. } => raise(
+            py,
+            "InvalidArgumentError",
+            message,
+            &[("argument", object(py, argument))],
+        ),
         Error::NotFound(_) => raise(py, "NotFoundError", message, &[]),
         Error::Closed => raise(py, "StoreClosedError", message, &[]),
         Error::Locked { .. } => raise(py, "StoreLockedError", message, &[]),
-        Error::DiskFull { path, usage, threshold } => raise(
+        Error::DiskFull {
+            path,
+            usage,
+            threshold,
+        } => raise(
             py,
             "DiskFullError",
             message,
@@ -69,7 +86,11 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
                     py,
                     "DiskFullError",
                     message,
-                    &[("path", object(py, path.display().to_string())), ("usage", object(py, 1.0)), ("threshold", object(py, 1.0))],
+                    &[
+                        ("path", object(py, path.display().to_string())),
+                        ("usage", object(py, 1.0)),
+                        ("threshold", object(py, 1.0)),
+                    ],
                 );
             }
             let args = (errno.unwrap_or(0), message, path.display().to_string());

@@ -47,12 +47,20 @@ pub fn extract_keys(py: Python<'_>, keys: Option<&Bound<'_, PyAny>>) -> PyResult
         return Ok(Vec::new());
     };
     if let Ok(text) = keys.extract::<String>() {
-        return Ok(text.split(' ').filter(|key| !key.is_empty()).map(str::to_owned).collect());
+        return Ok(text
+            .split(' ')
+            .filter(|key| !key.is_empty())
+            .map(str::to_owned)
+            .collect());
     }
-    keys.extract::<Vec<String>>().map_err(|_| invalid(py, "keys", "must be a string or a sequence of strings"))
+    keys.extract::<Vec<String>>()
+        .map_err(|_| invalid(py, "keys", "must be a string or a sequence of strings"))
 }
 
-pub fn extract_properties(py: Python<'_>, properties: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
+pub fn extract_properties(
+    py: Python<'_>,
+    properties: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<(String, String)>> {
     let Some(properties) = properties.filter(|value| !value.is_none()) else {
         return Ok(Vec::new());
     };
@@ -61,15 +69,22 @@ pub fn extract_properties(py: Python<'_>, properties: Option<&Bound<'_, PyAny>>)
         .map_err(|_| invalid(py, "properties", "must be a mapping of str to str"))?;
     let mut out = Vec::new();
     for item in items.try_iter()? {
-        let (name, value): (String, String) =
-            item?.extract().map_err(|_| invalid(py, "properties", "names and values must be strings"))?;
+        let (name, value): (String, String) = item?
+            .extract()
+            .map_err(|_| invalid(py, "properties", "names and values must be strings"))?;
         out.push((name, value));
     }
     Ok(out)
 }
 
 pub fn checked_i32(py: Python<'_>, argument: &'static str, value: i64) -> PyResult<i32> {
-    i32::try_from(value).map_err(|_| invalid(py, argument, format!("{value} does not fit a 32-bit integer")))
+    i32::try_from(value).map_err(|_| {
+        invalid(
+            py,
+            argument,
+            format!("{value} does not fit a 32-bit integer"),
+        )
+    })
 }
 
 #[pymethods]

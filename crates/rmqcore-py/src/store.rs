@@ -87,6 +87,7 @@ impl PyStore {
         delete_files_batch_max = 10,
         delete_interval_ms = 100,
         retention_check_interval_ms = 10_000,
+        append_record_crc = true,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -116,6 +117,7 @@ impl PyStore {
         delete_files_batch_max: i64,
         delete_interval_ms: i64,
         retention_check_interval_ms: i64,
+        append_record_crc: bool,
     ) -> PyResult<Self> {
         let retention = RetentionOptions {
             file_reserved_time_ms: usize_option(py, "file_reserved_time_ms", file_reserved_time_ms)?
@@ -166,6 +168,7 @@ impl PyStore {
             index_slot_count: usize_option(py, "index_slot_count", index_slot_count)?,
             index_entry_count: usize_option(py, "index_entry_count", index_entry_count)?,
             retention,
+            append_record_crc,
         };
         let display = path.display().to_string();
         let store = without_gil(py, || Store::open(&path, options))?;

@@ -17,7 +17,11 @@ impl From<VerifyReport> for PyVerifyReport {
             records_checked: report.records_checked,
             entries_checked: report.entries_checked,
             difference_count: report.difference_count,
-            differences: report.differences.into_iter().map(|d| (d.kind.to_string(), d.detail)).collect(),
+            differences: report
+                .differences
+                .into_iter()
+                .map(|d| (d.kind.to_string(), d.detail))
+                .collect(),
         }
     }
 }

@@ -19,6 +19,7 @@ const CONFIRM_PHY_OFFSET_AT: usize = 32;
 /// rmq's own fields start well past every field RocketMQ defines.
 const RMQ_MAGIC_AT: usize = 512;
 const RMQ_FLUSHED_OFFSET_AT: usize = RMQ_MAGIC_AT + 8;
+const RMQ_RECORD_CRC_AT: usize = RMQ_FLUSHED_OFFSET_AT + 8;
 const RMQ_MAGIC: i64 = i64::from_be_bytes(*b"RMQCKPT1");
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,6 +37,9 @@ pub struct Checkpoint {
     /// rmq only: every commit-log byte below this offset was flushed, and the consume
     /// queues and index were flushed up to it too. `None` in a RocketMQ-written file.
     pub flushed_offset: Option<i64>,
+    /// rmq only: every record written after `flushed_offset` carries the whole-record CRC
+    /// property, so recovery can treat one without it as damaged.
+    pub records_carry_crc: bool,
 }
 
 impl Checkpoint {
@@ -45,14 +49,31 @@ impl Checkpoint {
 
     pub fn encode(&self) -> [u8; CHECKPOINT_SIZE] {
         let mut bytes = [0u8; CHECKPOINT_SIZE];
-        write_i64(&mut bytes, PHYSIC_MSG_TIMESTAMP_AT, self.physic_msg_timestamp);
-        write_i64(&mut bytes, LOGICS_MSG_TIMESTAMP_AT, self.logics_msg_timestamp);
+        write_i64(
+            &mut bytes,
+            PHYSIC_MSG_TIMESTAMP_AT,
+            self.physic_msg_timestamp,
+        );
+        write_i64(
+            &mut bytes,
+            LOGICS_MSG_TIMESTAMP_AT,
+            self.logics_msg_timestamp,
+        );
         write_i64(&mut bytes, INDEX_MSG_TIMESTAMP_AT, self.index_msg_timestamp);
-        write_i64(&mut bytes, MASTER_FLUSHED_OFFSET_AT, self.master_flushed_offset);
+        write_i64(
+            &mut bytes,
+            MASTER_FLUSHED_OFFSET_AT,
+            self.master_flushed_offset,
+        );
         write_i64(&mut bytes, CONFIRM_PHY_OFFSET_AT, self.confirm_phy_offset);
         if let Some(offset) = self.flushed_offset {
             write_i64(&mut bytes, RMQ_MAGIC_AT, RMQ_MAGIC);
             write_i64(&mut bytes, RMQ_FLUSHED_OFFSET_AT, offset);
+            write_i64(
+                &mut bytes,
+                RMQ_RECORD_CRC_AT,
+                i64::from(self.records_carry_crc),
+            );
         }
         bytes
     }
@@ -60,14 +81,22 @@ impl Checkpoint {
     /// Missing or short files read as zeros, which RocketMQ treats as "recover from the
     /// start".
     pub fn decode(bytes: &[u8]) -> Self {
-        let field = |at: usize| if bytes.len() >= at + 8 { read_i64(bytes, at) } else { 0 };
+        let field = |at: usize| {
+            if bytes.len() >= at + 8 {
+                read_i64(bytes, at)
+            } else {
+                0
+            }
+        };
         Checkpoint {
             physic_msg_timestamp: field(PHYSIC_MSG_TIMESTAMP_AT),
             logics_msg_timestamp: field(LOGICS_MSG_TIMESTAMP_AT),
             index_msg_timestamp: field(INDEX_MSG_TIMESTAMP_AT),
             master_flushed_offset: field(MASTER_FLUSHED_OFFSET_AT),
             confirm_phy_offset: field(CONFIRM_PHY_OFFSET_AT),
-            flushed_offset: (field(RMQ_MAGIC_AT) == RMQ_MAGIC).then(|| field(RMQ_FLUSHED_OFFSET_AT)),
+            records_carry_crc: field(RMQ_MAGIC_AT) == RMQ_MAGIC && field(RMQ_RECORD_CRC_AT) == 1,
+            flushed_offset: (field(RMQ_MAGIC_AT) == RMQ_MAGIC)
+                .then(|| field(RMQ_FLUSHED_OFFSET_AT)),
         }
     }
 
@@ -89,7 +118,12 @@ impl Checkpoint {
     /// one aligned 8-byte word inside one 4 KiB page.
     pub fn store(&self, root: &Path) -> Result<()> {
         let path = Self::path(root);
-        let mut file: File = OpenOptions::new().write(true).create(true).truncate(false).open(&path).at(&path)?;
+        let mut file: File = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .at(&path)?;
         file.write_all(&self.encode()).at(&path)?;
         file.sync_data().at(&path)
     }
@@ -103,9 +137,22 @@ mod tests {
     fn round_trips_and_reads_missing_as_zero() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(Checkpoint::load(dir.path()).unwrap(), Checkpoint::default());
-        let checkpoint = Checkpoint { physic_msg_timestamp: 5000, logics_msg_timestamp: 4000, index_msg_timestamp: 1, master_flushed_offset: 77, confirm_phy_offset: 0, flushed_offset: Some(4096) };
+        let checkpoint = Checkpoint {
+            physic_msg_timestamp: 5000,
+            logics_msg_timestamp: 4000,
+            index_msg_timestamp: 1,
+            master_flushed_offset: 77,
+            confirm_phy_offset: 0,
+            flushed_offset: Some(4096),
+            records_carry_crc: true,
+        };
         checkpoint.store(dir.path()).unwrap();
-        assert_eq!(std::fs::metadata(Checkpoint::path(dir.path())).unwrap().len(), 4096);
+        assert_eq!(
+            std::fs::metadata(Checkpoint::path(dir.path()))
+                .unwrap()
+                .len(),
+            4096
+        );
         assert_eq!(Checkpoint::load(dir.path()).unwrap(), checkpoint);
         assert_eq!(checkpoint.min_timestamp(), 1000);
     }

@@ -17,6 +17,9 @@ use crate::record::{
 use crate::segment::Segment;
 use crate::segment_queue::SegmentQueue;
 
+/// Disk blocks of a commit-log segment are reserved this far ahead of the writer.
+const COMMIT_LOG_ALLOCATION_CHUNK: usize = 1 << 20;
+
 /// Where one appended record landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {
@@ -75,7 +78,8 @@ impl CommitLog {
     /// Load the segments; `write_offset` stays at the first segment's start until the
     /// caller recovers the log and calls `set_write_offset`.
     pub fn load(dir: &Path, segment_size: usize, writable: bool) -> Result<Self> {
-        let segments = SegmentQueue::load(dir, segment_size, writable, true)?;
+        let segments =
+            SegmentQueue::load(dir, segment_size, writable, COMMIT_LOG_ALLOCATION_CHUNK)?;
         let start = segments.first().map_or(0, |segment| segment.start_offset());
         Ok(CommitLog {
             segments,
@@ -136,6 +140,7 @@ impl CommitLog {
         let mut position = (offset - segment.start_offset()) as usize;
         let remaining = segment.size() - position;
         if total + END_FILE_MIN_BLANK_LENGTH > remaining {
+            segment.ensure_allocated(position + END_FILE_MIN_BLANK_LENGTH)?;
             // SAFETY: single writer; bytes at and past write_offset are unpublished.
             encode_blank(
                 unsafe { segment.bytes_mut(position, END_FILE_MIN_BLANK_LENGTH) },
@@ -145,6 +150,7 @@ impl CommitLog {
             segment = self.segment_for_append(offset)?;
             position = 0;
         }
+        segment.ensure_allocated(position + total)?;
         let mut appended = Vec::with_capacity(inputs.len());
         for (index, (input, length)) in inputs.iter().zip(&lengths).enumerate() {
             let placement = Placement {
@@ -297,6 +303,36 @@ impl CommitLog {
         self.segments.remove_from(delete_from)?;
         if let Some(segment) = self.segments.find(offset) {
             segment.zero_from((offset - segment.start_offset()) as usize)?;
+        }
+        self.set_write_offset(offset);
+        Ok(())
+    }
+
+    /// Take back what the last `append` wrote after `offset` (it failed to dispatch):
+    /// the bytes are zeroed (only bytes the append wrote, so only allocated ones) and the
+    /// write offset returns to `offset`. Called by the writer.
+    pub fn roll_back(&self, offset: u64) -> Result<()> {
+        let end = self.write_offset();
+        let Some(first) = self.segments.find(offset) else {
+            self.set_write_offset(offset);
+            return Ok(());
+        };
+        let position = (offset - first.start_offset()) as usize;
+        let written_here = if end <= first.end_offset() {
+            (end - offset) as usize
+        } else {
+            // The append closed this segment with a blank and went on in the next one.
+            END_FILE_MIN_BLANK_LENGTH.min(first.size() - position)
+        };
+        // SAFETY: the writer's own unacknowledged bytes; readers of the queues never saw
+        // them (their entries were not published or were removed first).
+        unsafe { first.bytes_mut(position, written_here) }.fill(0);
+        if end > first.end_offset() {
+            if let Some(next) = self.segments.find(first.end_offset()) {
+                let length = (end - next.start_offset()) as usize;
+                // SAFETY: as above.
+                unsafe { next.bytes_mut(0, length) }.fill(0);
+            }
         }
         self.set_write_offset(offset);
         Ok(())

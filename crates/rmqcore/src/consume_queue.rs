@@ -14,6 +14,9 @@ use crate::error::{Error, Result};
 use crate::segment_queue::SegmentQueue;
 
 pub const ENTRY_SIZE: usize = 20;
+/// Disk blocks of a queue file are reserved this far ahead of the writer: small, so a
+/// quiet queue costs little.
+const CONSUME_QUEUE_ALLOCATION_CHUNK: usize = 16 * 1024;
 const PHYSICAL_OFFSET_AT: usize = 0;
 const SIZE_AT: usize = 8;
 const TAGS_CODE_AT: usize = 12;
@@ -81,7 +84,12 @@ impl ConsumeQueue {
         entries_per_file: usize,
         writable: bool,
     ) -> Result<Self> {
-        let segments = SegmentQueue::load(dir, entries_per_file * ENTRY_SIZE, writable, false)?;
+        let segments = SegmentQueue::load(
+            dir,
+            entries_per_file * ENTRY_SIZE,
+            writable,
+            CONSUME_QUEUE_ALLOCATION_CHUNK,
+        )?;
         if segments.segment_size() % ENTRY_SIZE != 0 {
             let path = segments
                 .first()
@@ -231,6 +239,7 @@ impl ConsumeQueue {
                         tags_code: 0,
                     };
                     let pad = (logical - start) as usize;
+                    segment.ensure_allocated(pad)?;
                     // SAFETY: single writer; the new file is not published yet.
                     let bytes = unsafe { segment.bytes_mut(0, pad) };
                     for chunk in bytes.chunks_exact_mut(ENTRY_SIZE) {
@@ -242,6 +251,7 @@ impl ConsumeQueue {
             }
         };
         let position = (logical - segment.start_offset()) as usize;
+        segment.ensure_allocated(position + ENTRY_SIZE)?;
         // SAFETY: single writer; the entry is past max_offset, so unpublished.
         entry.encode(unsafe { segment.bytes_mut(position, ENTRY_SIZE) });
         if self.max_offset() == 0 && self.min_offset() == 0 && queue_offset > 0 {

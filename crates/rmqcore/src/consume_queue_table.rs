@@ -35,28 +35,54 @@ impl ConsumeQueueTable {
             for topic_entry in fs::read_dir(&dir).at(&dir)? {
                 let topic_entry = topic_entry.at(&dir)?;
                 let topic_path = topic_entry.path();
-                let (true, Some(topic)) = (topic_path.is_dir(), topic_entry.file_name().to_str().map(str::to_owned)) else {
+                let (true, Some(topic)) = (
+                    topic_path.is_dir(),
+                    topic_entry.file_name().to_str().map(str::to_owned),
+                ) else {
                     continue;
                 };
                 for queue_entry in fs::read_dir(&topic_path).at(&topic_path)? {
                     let queue_entry = queue_entry.at(&topic_path)?;
                     let queue_path = queue_entry.path();
-                    let Some(queue_id) = queue_entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
+                    let Some(queue_id) = queue_entry
+                        .file_name()
+                        .to_str()
+                        .and_then(|name| name.parse::<i32>().ok())
+                    else {
                         continue;
                     };
                     if !queue_path.is_dir() {
                         continue;
                     }
-                    let queue = ConsumeQueue::load(&queue_path, &topic, queue_id, entries_per_file, writable)?;
-                    queues.entry(topic.clone()).or_default().insert(queue_id, Arc::new(queue));
+                    let queue = ConsumeQueue::load(
+                        &queue_path,
+                        &topic,
+                        queue_id,
+                        entries_per_file,
+                        writable,
+                    )?;
+                    queues
+                        .entry(topic.clone())
+                        .or_default()
+                        .insert(queue_id, Arc::new(queue));
                 }
             }
         }
-        Ok(ConsumeQueueTable { dir, entries_per_file, writable, queues: RwLock::new(queues) })
+        Ok(ConsumeQueueTable {
+            dir,
+            entries_per_file,
+            writable,
+            queues: RwLock::new(queues),
+        })
     }
 
     pub fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
-        self.queues.read().expect("queue table lock").get(topic)?.get(&queue_id).cloned()
+        self.queues
+            .read()
+            .expect("queue table lock")
+            .get(topic)?
+            .get(&queue_id)
+            .cloned()
     }
 
     pub fn get_or_create(&self, topic: &str, queue_id: i32) -> Result<Arc<ConsumeQueue>> {
@@ -72,30 +98,59 @@ impl ConsumeQueueTable {
             return Ok(Arc::clone(queue));
         }
         let path = self.dir.join(topic).join(queue_id.to_string());
-        let queue = Arc::new(ConsumeQueue::load(&path, topic, queue_id, self.entries_per_file, true)?);
+        let queue = Arc::new(ConsumeQueue::load(
+            &path,
+            topic,
+            queue_id,
+            self.entries_per_file,
+            true,
+        )?);
         by_id.insert(queue_id, Arc::clone(&queue));
         Ok(queue)
     }
 
     pub fn contains_topic(&self, topic: &str) -> bool {
-        self.queues.read().expect("queue table lock").contains_key(topic)
+        self.queues
+            .read()
+            .expect("queue table lock")
+            .contains_key(topic)
     }
 
     pub fn topics(&self) -> Vec<String> {
-        self.queues.read().expect("queue table lock").keys().cloned().collect()
+        self.queues
+            .read()
+            .expect("queue table lock")
+            .keys()
+            .cloned()
+            .collect()
     }
 
     pub fn queues_of(&self, topic: &str) -> Vec<Arc<ConsumeQueue>> {
-        self.queues.read().expect("queue table lock").get(topic).map(|by_id| by_id.values().cloned().collect()).unwrap_or_default()
+        self.queues
+            .read()
+            .expect("queue table lock")
+            .get(topic)
+            .map(|by_id| by_id.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     pub fn all(&self) -> Vec<Arc<ConsumeQueue>> {
-        self.queues.read().expect("queue table lock").values().flat_map(|by_id| by_id.values().cloned()).collect()
+        self.queues
+            .read()
+            .expect("queue table lock")
+            .values()
+            .flat_map(|by_id| by_id.values().cloned())
+            .collect()
     }
 
     /// Drop a topic's queues and delete their files.
     pub fn remove_topic(&self, topic: &str) -> Result<bool> {
-        let removed = self.queues.write().expect("queue table lock").remove(topic).is_some();
+        let removed = self
+            .queues
+            .write()
+            .expect("queue table lock")
+            .remove(topic)
+            .is_some();
         let path = self.dir.join(topic);
         if path.is_dir() {
             fs::remove_dir_all(&path).at(&path)?;

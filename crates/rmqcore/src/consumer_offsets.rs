@@ -35,26 +35,45 @@ impl ConsumerOffsetTable {
 
     pub fn load(root: &Path) -> Result<Self> {
         let path = Self::file_path(root);
-        let file = read_with_backup(&path, |text| serde_json::from_str(&quote_bare_integer_keys(text)).ok())?;
+        let file = read_with_backup(&path, |text| {
+            serde_json::from_str(&quote_bare_integer_keys(text)).ok()
+        })?;
         if file.is_none() && path.exists() {
-            return Err(Error::corrupt(&path, 0, "consumerOffset.json and its backup are unreadable"));
+            return Err(Error::corrupt(
+                &path,
+                0,
+                "consumerOffset.json and its backup are unreadable",
+            ));
         }
-        Ok(ConsumerOffsetTable { path, file: file.unwrap_or_default() })
+        Ok(ConsumerOffsetTable {
+            path,
+            file: file.unwrap_or_default(),
+        })
     }
 
     pub fn get(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
-        self.file.offset_table.get(&table_key(group, topic))?.get(&queue_id).copied()
+        self.file
+            .offset_table
+            .get(&table_key(group, topic))?
+            .get(&queue_id)
+            .copied()
     }
 
     pub fn set(&mut self, group: &str, topic: &str, queue_id: i32, offset: i64) {
-        self.file.offset_table.entry(table_key(group, topic)).or_default().insert(queue_id, offset);
+        self.file
+            .offset_table
+            .entry(table_key(group, topic))
+            .or_default()
+            .insert(queue_id, offset);
         self.file.data_version.bump();
     }
 
     /// Forget every group's offsets of `topic`.
     pub fn remove_topic(&mut self, topic: &str) -> bool {
         let before = self.file.offset_table.len();
-        self.file.offset_table.retain(|key, _| key.rsplit_once('@').map(|(t, _)| t) != Some(topic));
+        self.file
+            .offset_table
+            .retain(|key, _| key.rsplit_once('@').map(|(t, _)| t) != Some(topic));
         before != self.file.offset_table.len()
     }
 
@@ -78,6 +97,11 @@ mod tests {
         assert_eq!(table.get("g1", "TopicTest", 1), Some(3));
         table.set("g2", "TopicTest", 0, 9);
         table.persist().unwrap();
-        assert_eq!(ConsumerOffsetTable::load(dir.path()).unwrap().get("g2", "TopicTest", 0), Some(9));
+        assert_eq!(
+            ConsumerOffsetTable::load(dir.path())
+                .unwrap()
+                .get("g2", "TopicTest", 0),
+            Some(9)
+        );
     }
 }

@@ -23,8 +23,41 @@ pub fn encode_crc_digits(crc: i32) -> [u8; 10] {
 
 pub fn decode_crc_digits(digits: &[u8]) -> Option<i64> {
     digits.iter().rev().try_fold(0i64, |value, digit| {
-        digit.is_ascii_digit().then(|| value * 10 + i64::from(digit - b'0'))
+        digit
+            .is_ascii_digit()
+            .then(|| value * 10 + i64::from(digit - b'0'))
     })
+}
+
+/// The placeholder region a writer appends to the properties; `encode_record` fills in
+/// the digits once the record's offsets and store time are known.
+pub const CRC_PROPERTY_PLACEHOLDER: &[u8; CRC_PROPERTY_LENGTH] = b"__CRC32#\x010000000000\x02";
+
+/// Fill in the CRC digits of a fully encoded record whose properties end with the CRC
+/// region; records without it are left alone.
+pub fn fill_crc_property(record: &mut [u8], properties_length: usize) {
+    let length = record.len();
+    if properties_length < CRC_PROPERTY_LENGTH {
+        return;
+    }
+    let region = length - CRC_PROPERTY_LENGTH;
+    if !record[region..].starts_with(CRC_PROPERTY_NAME.as_bytes())
+        || record[region + 8] != 0x01
+        || record[length - 1] != 0x02
+    {
+        return;
+    }
+    let digits = encode_crc_digits(body_crc(&record[..region]));
+    record[region + 9..length - 1].copy_from_slice(&digits);
+}
+
+/// Whether the record's properties end with a well-formed CRC region.
+pub fn has_crc_property(record: &RecordView<'_>) -> bool {
+    let properties = record.properties;
+    properties.len() >= CRC_PROPERTY_LENGTH && {
+        let region = &properties[properties.len() - CRC_PROPERTY_LENGTH..];
+        region.starts_with(CRC_PROPERTY_NAME.as_bytes()) && region[8] == 0x01 && region[19] == 0x02
+    }
 }
 
 /// Whether the record carries the property, and if so whether it matches.
@@ -35,7 +68,8 @@ pub fn check_crc_property(record: &RecordView<'_>, record_bytes: &[u8]) -> Optio
         return None;
     }
     let region = &properties[properties.len() - CRC_PROPERTY_LENGTH..];
-    if !region.starts_with(CRC_PROPERTY_NAME.as_bytes()) || region[8] != 0x01 || region[19] != 0x02 {
+    if !region.starts_with(CRC_PROPERTY_NAME.as_bytes()) || region[8] != 0x01 || region[19] != 0x02
+    {
         return None;
     }
     let stored = decode_crc_digits(&region[9..19])?;

@@ -20,12 +20,17 @@ pub enum Dispatched {
 
 pub fn tags_code_of(view: &RecordView<'_>) -> i64 {
     match view.tags() {
-        Some(tags) if !tags.is_empty() => i64::from(java_string_hash(&String::from_utf8_lossy(tags))),
+        Some(tags) if !tags.is_empty() => {
+            i64::from(java_string_hash(&String::from_utf8_lossy(tags)))
+        }
         _ => 0,
     }
 }
 
-pub fn dispatch_to_consume_queue(queues: &ConsumeQueueTable, view: &RecordView<'_>) -> Result<Dispatched> {
+pub fn dispatch_to_consume_queue(
+    queues: &ConsumeQueueTable,
+    view: &RecordView<'_>,
+) -> Result<Dispatched> {
     if !view.is_dispatched_to_consume_queue() {
         return Ok(Dispatched::NotQueued);
     }

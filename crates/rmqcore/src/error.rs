@@ -8,15 +8,27 @@ use std::path::PathBuf;
 pub enum Error {
     /// Bytes on disk failed validation (magic, length, CRC, entry bounds).
     #[error("corrupt data in {} at offset {offset}: {reason}", file.display())]
-    Corrupt { file: PathBuf, offset: u64, reason: String },
+    Corrupt {
+        file: PathBuf,
+        offset: u64,
+        reason: String,
+    },
 
     /// A queue or commit-log offset outside `[min, max]`.
     #[error("{what} offset {offset} is out of range: the store holds [{min}, {max})")]
-    OffsetOutOfRange { what: &'static str, offset: i64, min: i64, max: i64 },
+    OffsetOutOfRange {
+        what: &'static str,
+        offset: i64,
+        min: i64,
+        max: i64,
+    },
 
     /// A caller-supplied argument is malformed; nothing was written.
     #[error("invalid {argument}: {reason}")]
-    InvalidArgument { argument: &'static str, reason: String },
+    InvalidArgument {
+        argument: &'static str,
+        reason: String,
+    },
 
     #[error("not found: {0}")]
     NotFound(String),
@@ -31,7 +43,11 @@ pub enum Error {
     Locked { path: PathBuf },
 
     #[error("disk full: {} is {:.1}% used, above the {:.1}% threshold; writes resume when usage falls", path.display(), usage * 100.0, threshold * 100.0)]
-    DiskFull { path: PathBuf, usage: f64, threshold: f64 },
+    DiskFull {
+        path: PathBuf,
+        usage: f64,
+        threshold: f64,
+    },
 
     /// A flush failed; the store refuses writes from then on because it can no longer
     /// tell which acknowledged bytes are durable.
@@ -46,15 +62,25 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     pub fn invalid(argument: &'static str, reason: impl Into<String>) -> Self {
-        Error::InvalidArgument { argument, reason: reason.into() }
+        Error::InvalidArgument {
+            argument,
+            reason: reason.into(),
+        }
     }
 
     pub fn corrupt(file: impl Into<PathBuf>, offset: u64, reason: impl Into<String>) -> Self {
-        Error::Corrupt { file: file.into(), offset, reason: reason.into() }
+        Error::Corrupt {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
     }
 }
 

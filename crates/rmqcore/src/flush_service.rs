@@ -37,7 +37,13 @@ pub struct FlushService {
 impl FlushService {
     pub fn new(flushed: u64) -> Self {
         FlushService {
-            state: Mutex::new(FlushState { requested: flushed, flushed, failure: None, stopping: false, injected_failure: None }),
+            state: Mutex::new(FlushState {
+                requested: flushed,
+                flushed,
+                failure: None,
+                stopping: false,
+                injected_failure: None,
+            }),
             work: Condvar::new(),
             done: Condvar::new(),
         }
@@ -59,7 +65,10 @@ impl FlushService {
     }
 
     pub fn inject_failure(&self, message: String) {
-        self.state.lock().expect("flush state lock").injected_failure = Some(message);
+        self.state
+            .lock()
+            .expect("flush state lock")
+            .injected_failure = Some(message);
     }
 
     /// Block until everything below `end` is flushed (sync mode).
@@ -84,7 +93,11 @@ impl FlushService {
                     timeout.as_millis()
                 )));
             }
-            state = self.done.wait_timeout(state, deadline - now).expect("flush state lock").0;
+            state = self
+                .done
+                .wait_timeout(state, deadline - now)
+                .expect("flush state lock")
+                .0;
         }
     }
 
@@ -98,7 +111,11 @@ impl FlushService {
         if state.requested > state.flushed {
             return true;
         }
-        let state = self.work.wait_timeout(state, interval).expect("flush state lock").0;
+        let state = self
+            .work
+            .wait_timeout(state, interval)
+            .expect("flush state lock")
+            .0;
         !state.stopping
     }
 

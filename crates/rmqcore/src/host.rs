@@ -12,7 +12,10 @@ pub const IPV6_HOST_LENGTH: usize = 16 + 4;
 /// Parse `"ip:port"` or `"[ipv6]:port"`.
 pub fn parse_host(argument: &'static str, text: &str) -> Result<SocketAddr> {
     text.parse::<SocketAddr>().map_err(|_| {
-        Error::invalid(argument, format!("{text:?} is not an address of the form ip:port or [ipv6]:port"))
+        Error::invalid(
+            argument,
+            format!("{text:?} is not an address of the form ip:port or [ipv6]:port"),
+        )
     })
 }
 

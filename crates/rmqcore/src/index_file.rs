@@ -33,7 +33,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicUsize, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
 
@@ -197,6 +197,8 @@ pub struct IndexFile {
     file: File,
     /// Written since the last flush.
     dirty: AtomicBool,
+    /// Bytes from the start reserved on disk for writes (`reserve_next_entry`).
+    reserved_to: AtomicUsize,
 }
 
 impl std::fmt::Debug for IndexFile {
@@ -224,6 +226,9 @@ impl IndexFile {
             .open(path)
             .at(path)?;
         file.set_len(geometry.file_size()).at(path)?;
+        // The header and slot table are written at random places: reserve them now, so a
+        // full disk fails here rather than with SIGBUS on a write through the mapping.
+        crate::segment::allocate_range(&file, 0, geometry.entry_position(0)).at(path)?;
         let map = MmapOptions::new()
             .len(map_length(path, geometry)?)
             .map_raw(&file)
@@ -235,6 +240,7 @@ impl IndexFile {
             map,
             file,
             dirty: AtomicBool::new(true),
+            reserved_to: AtomicUsize::new(0),
         };
         if let Some((end_phy_offset, end_timestamp)) = previous_end {
             if end_phy_offset > 0 {
@@ -285,6 +291,7 @@ impl IndexFile {
             map,
             file,
             dirty: AtomicBool::new(false),
+            reserved_to: AtomicUsize::new(0),
         })
     }
 
@@ -401,6 +408,27 @@ impl IndexFile {
         );
         self.store_i32(at + ENTRY_TIME_DIFF_AT, entry.time_diff, Ordering::Relaxed);
         self.store_i32(at + ENTRY_PREV_AT, entry.prev, Ordering::Relaxed);
+    }
+
+    /// Reserve disk blocks for the next entry (and a chunk after it) before `put_key`
+    /// writes it through the mapping.
+    pub fn reserve_next_entry(&self) -> Result<()> {
+        const CHUNK: usize = 64 * 1024;
+        let end = self.geometry.entry_position(self.index_count()) + ENTRY_SIZE;
+        if self.reserved_to.load(Ordering::Acquire) >= end {
+            return Ok(());
+        }
+        let to = end
+            .div_ceil(CHUNK)
+            .saturating_mul(CHUNK)
+            .min(self.geometry.file_size() as usize);
+        let from = self
+            .reserved_to
+            .load(Ordering::Acquire)
+            .max(self.geometry.entry_position(0));
+        crate::segment::allocate_range(&self.file, from, to - from).at(&self.path)?;
+        self.reserved_to.store(to, Ordering::Release);
+        Ok(())
     }
 
     /// Add one key (format §3.4 "putKey", in the same order of effects). Returns false,

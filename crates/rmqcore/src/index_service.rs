@@ -446,6 +446,7 @@ impl IndexService {
             Some(active) => active,
             None => self.roll(writer)?,
         };
+        file.reserve_next_entry()?;
         if !file.put_key(key_hash, offset, store_timestamp) {
             return Err(Error::corrupt(
                 file.path(),

@@ -2,8 +2,9 @@
 //! keys. Java hashes UTF-16 code units, so non-ASCII text must be re-encoded first.
 
 pub fn java_string_hash(text: &str) -> i32 {
-    text.encode_utf16()
-        .fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    text.encode_utf16().fold(0i32, |hash, unit| {
+        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// The tags code stored in a consume-queue entry (format §1.7): the hash sign-extended,

@@ -69,7 +69,10 @@ mod tests {
     fn quotes_fastjson_integer_keys_only() {
         let text = r#"{"offsetTable":{"T@g":{0:12,1 : 3,-1:4}},"s":"{0:1}","n":[1,2]}"#;
         let fixed = quote_bare_integer_keys(text);
-        assert_eq!(fixed, r#"{"offsetTable":{"T@g":{"0":12,"1" : 3,"-1":4}},"s":"{0:1}","n":[1,2]}"#);
+        assert_eq!(
+            fixed,
+            r#"{"offsetTable":{"T@g":{"0":12,"1" : 3,"-1":4}},"s":"{0:1}","n":[1,2]}"#
+        );
         let value: serde_json::Value = serde_json::from_str(&fixed).unwrap();
         assert_eq!(value["offsetTable"]["T@g"]["1"], 3);
     }

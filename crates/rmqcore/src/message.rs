@@ -4,9 +4,13 @@
 use std::net::SocketAddr;
 
 use crate::body_crc::body_crc;
+use crate::crc_property::{CRC_PROPERTY_NAME, CRC_PROPERTY_PLACEHOLDER};
 use crate::error::{Error, Result};
 use crate::msg_id::create_msg_id;
-use crate::properties::{check_property_text, decode_properties, encode_properties, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS};
+use crate::properties::{
+    check_property_text, decode_properties, encode_properties, KEY_SEPARATOR,
+    MAX_PROPERTIES_LENGTH, PROPERTY_KEYS, PROPERTY_TAGS,
+};
 use crate::record::RecordView;
 
 /// A message to append. The body is borrowed so that a binding can pass its buffers
@@ -37,7 +41,13 @@ pub struct PreparedMessage<'a> {
 impl<'a> MessageDraft<'a> {
     /// Validate and encode; everything that can be rejected is rejected here, before the
     /// store takes its lock or writes a byte.
-    pub fn prepare(&self, max_message_size: usize) -> Result<PreparedMessage<'a>> {
+    /// With `with_record_crc`, the properties end with the placeholder of RocketMQ 5's
+    /// whole-record CRC property, filled in when the record is encoded.
+    pub fn prepare(
+        &self,
+        max_message_size: usize,
+        with_record_crc: bool,
+    ) -> Result<PreparedMessage<'a>> {
         if self.body.len() > max_message_size {
             return Err(Error::invalid(
                 "body",
@@ -56,7 +66,10 @@ impl<'a> MessageDraft<'a> {
                 return Err(Error::invalid("keys", "a key is empty"));
             }
             if key.contains(KEY_SEPARATOR) {
-                return Err(Error::invalid("keys", format!("key {key:?} contains a space, which separates keys")));
+                return Err(Error::invalid(
+                    "keys",
+                    format!("key {key:?} contains a space, which separates keys"),
+                ));
             }
             check_property_text("keys", key)?;
         }
@@ -65,15 +78,37 @@ impl<'a> MessageDraft<'a> {
             entries.push((PROPERTY_KEYS, &joined_keys));
         }
         for (name, value) in &self.properties {
+            if name == CRC_PROPERTY_NAME {
+                return Err(Error::invalid(
+                    "properties",
+                    format!("{name:?} is reserved for the record CRC"),
+                ));
+            }
             if name == PROPERTY_TAGS || name == PROPERTY_KEYS {
-                return Err(Error::invalid("properties", format!("{name:?} is set through the {} argument", name.to_lowercase())));
+                return Err(Error::invalid(
+                    "properties",
+                    format!(
+                        "{name:?} is set through the {} argument",
+                        name.to_lowercase()
+                    ),
+                ));
             }
             entries.push((name, value));
+        }
+        let mut properties = encode_properties(entries)?;
+        if with_record_crc {
+            properties.extend_from_slice(CRC_PROPERTY_PLACEHOLDER);
+            if properties.len() > MAX_PROPERTIES_LENGTH {
+                return Err(Error::invalid(
+                    "properties",
+                    format!("encoded properties are {} bytes with the record CRC, more than {MAX_PROPERTIES_LENGTH}", properties.len()),
+                ));
+            }
         }
         Ok(PreparedMessage {
             body: self.body,
             body_crc: body_crc(self.body),
-            properties: encode_properties(entries)?,
+            properties,
             flag: self.flag,
             born_timestamp: self.born_timestamp,
             born_host: self.born_host,
@@ -113,7 +148,15 @@ impl StoredMessage {
         for (name, value) in decode_properties(view.properties) {
             match name.as_str() {
                 PROPERTY_TAGS => tags = Some(value),
-                PROPERTY_KEYS => keys = value.split(KEY_SEPARATOR).filter(|k| !k.is_empty()).map(str::to_owned).collect(),
+                // Storage integrity, not the producer's: hidden like the header fields.
+                CRC_PROPERTY_NAME => {}
+                PROPERTY_KEYS => {
+                    keys = value
+                        .split(KEY_SEPARATOR)
+                        .filter(|k| !k.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                }
                 _ => properties.push((name, value)),
             }
         }

@@ -46,6 +46,9 @@ pub struct StoreOptions {
     /// Entries per index file (RocketMQ's `maxIndexNum`; one fewer are usable).
     pub index_entry_count: usize,
     pub retention: RetentionOptions,
+    /// Append RocketMQ 5.2's whole-record CRC property (format §1.5) to every record,
+    /// so damage to header fields and properties is detected, not only to bodies.
+    pub append_record_crc: bool,
 }
 
 /// Expiry and disk guarding (format §5.5); defaults are RocketMQ's.
@@ -159,6 +162,7 @@ impl Default for StoreOptions {
             index_slot_count: 5_000_000,
             index_entry_count: 20_000_000,
             retention: RetentionOptions::default(),
+            append_record_crc: true,
         }
     }
 }

@@ -15,7 +15,10 @@ pub const MAX_PROPERTIES_LENGTH: usize = i16::MAX as usize;
 
 /// Reject text that would change the meaning of the encoded properties.
 pub fn check_property_text(argument: &'static str, text: &str) -> Result<()> {
-    if text.bytes().any(|b| b == NAME_VALUE_SEPARATOR || b == PROPERTY_SEPARATOR) {
+    if text
+        .bytes()
+        .any(|b| b == NAME_VALUE_SEPARATOR || b == PROPERTY_SEPARATOR)
+    {
         return Err(Error::invalid(
             argument,
             format!("{text:?} contains a property separator byte (0x01 or 0x02)"),
@@ -26,14 +29,19 @@ pub fn check_property_text(argument: &'static str, text: &str) -> Result<()> {
 
 /// Encode entries in the given order. Names must be non-empty and values non-empty:
 /// RocketMQ's parser drops anything else, so storing it would lose it silently.
-pub fn encode_properties<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Vec<u8>> {
+pub fn encode_properties<'a>(
+    entries: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     for (name, value) in entries {
         if name.is_empty() {
             return Err(Error::invalid("properties", "a property name is empty"));
         }
         if value.is_empty() {
-            return Err(Error::invalid("properties", format!("property {name:?} has an empty value")));
+            return Err(Error::invalid(
+                "properties",
+                format!("property {name:?} has an empty value"),
+            ));
         }
         check_property_text("properties", name)?;
         check_property_text("properties", value)?;
@@ -45,7 +53,10 @@ pub fn encode_properties<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str
     if out.len() > MAX_PROPERTIES_LENGTH {
         return Err(Error::invalid(
             "properties",
-            format!("encoded properties are {} bytes, more than {MAX_PROPERTIES_LENGTH}", out.len()),
+            format!(
+                "encoded properties are {} bytes, more than {MAX_PROPERTIES_LENGTH}",
+                out.len()
+            ),
         ));
     }
     Ok(out)
@@ -100,7 +111,10 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(encoded.len(), 73);
-        assert_eq!(decode_properties(&encoded)[1], ("KEYS".to_string(), "k1 k2".to_string()));
+        assert_eq!(
+            decode_properties(&encoded)[1],
+            ("KEYS".to_string(), "k1 k2".to_string())
+        );
         assert_eq!(find_property(&encoded, "WAIT"), Some(&b"true"[..]));
         assert_eq!(find_property(&encoded, "DELAY"), None);
     }

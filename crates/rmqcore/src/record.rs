@@ -8,7 +8,9 @@ use std::net::SocketAddr;
 
 use crate::big_endian::{read_i16, read_i32, read_i64, write_i16, write_i32, write_i64};
 use crate::host::{decode_host, encode_host, encoded_length, IPV4_HOST_LENGTH, IPV6_HOST_LENGTH};
-use crate::properties::{find_property, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY};
+use crate::properties::{
+    find_property, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY,
+};
 
 pub const MAGIC_V1: i32 = 0xDAA3_20A7_u32 as i32;
 pub const MAGIC_V2: i32 = 0xDAA3_20AB_u32 as i32;
@@ -119,7 +121,11 @@ pub fn encode_record(buf: &mut [u8], input: &RecordInput<'_>, placement: Placeme
     let length = buf.len();
     debug_assert_eq!(length, record_length(input));
     let v2 = input.topic.len() > MAX_V1_TOPIC_LENGTH;
-    write_i32(buf, TOTAL_SIZE_POSITION, i32::try_from(length).expect("record length checked by caller"));
+    write_i32(
+        buf,
+        TOTAL_SIZE_POSITION,
+        i32::try_from(length).expect("record length checked by caller"),
+    );
     write_i32(buf, MAGIC_POSITION, if v2 { MAGIC_V2 } else { MAGIC_V1 });
     write_i32(buf, BODY_CRC_POSITION, input.body_crc);
     write_i32(buf, QUEUE_ID_POSITION, input.queue_id);
@@ -136,12 +142,20 @@ pub fn encode_record(buf: &mut [u8], input: &RecordInput<'_>, placement: Placeme
     at += 4;
     write_i64(buf, at, input.prepared_transaction_offset);
     at += 8;
-    write_i32(buf, at, i32::try_from(input.body.len()).expect("body length checked by caller"));
+    write_i32(
+        buf,
+        at,
+        i32::try_from(input.body.len()).expect("body length checked by caller"),
+    );
     at += 4;
     buf[at..at + input.body.len()].copy_from_slice(input.body);
     at += input.body.len();
     if v2 {
-        write_i16(buf, at, i16::try_from(input.topic.len()).expect("topic length checked by caller"));
+        write_i16(
+            buf,
+            at,
+            i16::try_from(input.topic.len()).expect("topic length checked by caller"),
+        );
         at += 2;
     } else {
         buf[at] = input.topic.len() as u8;
@@ -149,15 +163,25 @@ pub fn encode_record(buf: &mut [u8], input: &RecordInput<'_>, placement: Placeme
     }
     buf[at..at + input.topic.len()].copy_from_slice(input.topic.as_bytes());
     at += input.topic.len();
-    write_i16(buf, at, i16::try_from(input.properties.len()).expect("properties length checked by caller"));
+    write_i16(
+        buf,
+        at,
+        i16::try_from(input.properties.len()).expect("properties length checked by caller"),
+    );
     at += 2;
     buf[at..at + input.properties.len()].copy_from_slice(input.properties);
     debug_assert_eq!(at + input.properties.len(), length);
+    // Last, because the CRC property covers every byte before it (format §1.5).
+    crate::crc_property::fill_crc_property(buf, input.properties.len());
 }
 
 /// Write the end-of-segment blank: only its size and magic (format §1.2).
 pub fn encode_blank(buf: &mut [u8], remaining_in_segment: usize) {
-    write_i32(buf, TOTAL_SIZE_POSITION, i32::try_from(remaining_in_segment).expect("segment size fits i32"));
+    write_i32(
+        buf,
+        TOTAL_SIZE_POSITION,
+        i32::try_from(remaining_in_segment).expect("segment size fits i32"),
+    );
     write_i32(buf, MAGIC_POSITION, BLANK_MAGIC);
 }
 
@@ -218,7 +242,10 @@ impl<'a> RecordView<'a> {
 
     /// PREPARED and ROLLBACK records never reach a consume queue (format §1.3).
     pub fn is_dispatched_to_consume_queue(&self) -> bool {
-        !matches!(self.transaction_type(), sys_flag::TRANSACTION_PREPARED | sys_flag::TRANSACTION_ROLLBACK)
+        !matches!(
+            self.transaction_type(),
+            sys_flag::TRANSACTION_PREPARED | sys_flag::TRANSACTION_ROLLBACK
+        )
     }
 }
 
@@ -235,18 +262,32 @@ pub enum Decoded<'a> {
 /// Why bytes are not a valid record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeError {
-    Truncated { needed: usize, available: usize },
+    Truncated {
+        needed: usize,
+        available: usize,
+    },
     BadMagic(i32),
     BadLength(String),
-    LengthMismatch { declared: usize, computed: usize },
-    BodyCrcMismatch { stored: i32, computed: i32 },
+    LengthMismatch {
+        declared: usize,
+        computed: usize,
+    },
+    BodyCrcMismatch {
+        stored: i32,
+        computed: i32,
+    },
+    /// The 5.x whole-record CRC property does not match the record's bytes.
+    RecordCrcMismatch,
 }
 
 impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DecodeError::Truncated { needed, available } => {
-                write!(f, "record is truncated: needs {needed} bytes, {available} remain")
+                write!(
+                    f,
+                    "record is truncated: needs {needed} bytes, {available} remain"
+                )
             }
             DecodeError::BadMagic(magic) => write!(f, "bad magic code {:#010x}", *magic as u32),
             DecodeError::BadLength(what) => write!(f, "bad length: {what}"),
@@ -257,13 +298,22 @@ impl std::fmt::Display for DecodeError {
             DecodeError::BodyCrcMismatch { stored, computed } => {
                 write!(f, "body CRC mismatch: stored {stored}, computed {computed}")
             }
+            DecodeError::RecordCrcMismatch => {
+                write!(
+                    f,
+                    "record CRC property (__CRC32#) does not match the record"
+                )
+            }
         }
     }
 }
 
 fn need(buf: &[u8], needed: usize) -> Result<(), DecodeError> {
     if buf.len() < needed {
-        Err(DecodeError::Truncated { needed, available: buf.len() })
+        Err(DecodeError::Truncated {
+            needed,
+            available: buf.len(),
+        })
     } else {
         Ok(())
     }
@@ -289,8 +339,16 @@ pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, De
     let record = &buf[..declared];
     need(record, BORN_HOST_POSITION)?;
     let sys_flag = read_i32(record, SYS_FLAG_POSITION);
-    let born_width = if sys_flag & sys_flag::BORN_HOST_V6 != 0 { IPV6_HOST_LENGTH } else { IPV4_HOST_LENGTH };
-    let store_width = if sys_flag & sys_flag::STORE_HOST_V6 != 0 { IPV6_HOST_LENGTH } else { IPV4_HOST_LENGTH };
+    let born_width = if sys_flag & sys_flag::BORN_HOST_V6 != 0 {
+        IPV6_HOST_LENGTH
+    } else {
+        IPV4_HOST_LENGTH
+    };
+    let store_width = if sys_flag & sys_flag::STORE_HOST_V6 != 0 {
+        IPV6_HOST_LENGTH
+    } else {
+        IPV4_HOST_LENGTH
+    };
     let store_timestamp_at = BORN_HOST_POSITION + born_width;
     let store_host_at = store_timestamp_at + 8;
     let reconsume_at = store_host_at + store_width;
@@ -300,7 +358,9 @@ pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, De
     let body_length = usize::try_from(body_length)
         .map_err(|_| DecodeError::BadLength(format!("body length {body_length} is negative")))?;
     let body_at = body_length_at + 4;
-    let topic_length_at = body_at.checked_add(body_length).ok_or_else(|| DecodeError::BadLength("body".into()))?;
+    let topic_length_at = body_at
+        .checked_add(body_length)
+        .ok_or_else(|| DecodeError::BadLength("body".into()))?;
     let (topic_length, topic_at) = if magic == MAGIC_V2 {
         need(record, topic_length_at + 2)?;
         let length = read_i16(record, topic_length_at);
@@ -318,8 +378,9 @@ pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, De
     let properties_length_at = topic_at + topic_length;
     need(record, properties_length_at + 2)?;
     let properties_length = read_i16(record, properties_length_at);
-    let properties_length = usize::try_from(properties_length)
-        .map_err(|_| DecodeError::BadLength(format!("properties length {properties_length} is negative")))?;
+    let properties_length = usize::try_from(properties_length).map_err(|_| {
+        DecodeError::BadLength(format!("properties length {properties_length} is negative"))
+    })?;
     let properties_at = properties_length_at + 2;
     let computed = properties_at + properties_length;
     if computed != declared {
@@ -330,10 +391,13 @@ pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, De
     if check_body_crc && !body.is_empty() {
         let computed = crate::body_crc::body_crc(body);
         if computed != body_crc {
-            return Err(DecodeError::BodyCrcMismatch { stored: body_crc, computed });
+            return Err(DecodeError::BodyCrcMismatch {
+                stored: body_crc,
+                computed,
+            });
         }
     }
-    Ok(Decoded::Record(RecordView {
+    let view = RecordView {
         total_size: declared,
         magic,
         body_crc,
@@ -351,5 +415,9 @@ pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, De
         body,
         topic: &record[topic_at..topic_at + topic_length],
         properties: &record[properties_at..properties_at + properties_length],
-    }))
+    };
+    if check_body_crc && crate::crc_property::check_crc_property(&view, record) == Some(false) {
+        return Err(DecodeError::RecordCrcMismatch);
+    }
+    Ok(Decoded::Record(view))
 }

@@ -150,6 +150,12 @@ pub fn recover(
     let mut records_scanned = 0u64;
     let (valid_end, end) = commit_log.scan(start, true, |_, view| {
         records_scanned += 1;
+        if checkpoint.records_carry_crc && !crate::crc_property::has_crc_property(view) {
+            return Ok(Some(
+                "the record lacks the CRC property every record since the checkpoint carries"
+                    .to_string(),
+            ));
+        }
         if !writable || !view.is_dispatched_to_consume_queue() {
             return Ok(None);
         }

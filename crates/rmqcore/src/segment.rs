@@ -9,6 +9,8 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::error::{Error, IoContext, Result};
@@ -17,6 +19,31 @@ pub const SEGMENT_NAME_DIGITS: usize = 20;
 
 pub fn segment_file_name(start_offset: u64) -> String {
     format!("{start_offset:0width$}", width = SEGMENT_NAME_DIGITS)
+}
+
+/// Reserve disk blocks for `[offset, offset + length)` of a file without changing its
+/// size. Filesystems that cannot do it (EOPNOTSUPP) are left as they are.
+pub fn allocate_range(file: &File, offset: usize, length: usize) -> std::io::Result<()> {
+    if length == 0 {
+        return Ok(());
+    }
+    // SAFETY: plain syscall on a descriptor the caller owns.
+    let status = unsafe {
+        libc::fallocate(
+            std::os::fd::AsRawFd::as_raw_fd(file),
+            0,
+            offset as libc::off_t,
+            length as libc::off_t,
+        )
+    };
+    if status == 0 {
+        return Ok(());
+    }
+    let error = std::io::Error::last_os_error();
+    if error.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        return Ok(());
+    }
+    Err(error)
 }
 
 /// The start offset a segment's name encodes, if the name is one.
@@ -33,6 +60,9 @@ pub struct Segment {
     writable: bool,
     map: MmapRaw,
     file: File,
+    /// Bytes from the start already reserved on disk (see `ensure_allocated`).
+    allocated: AtomicUsize,
+    allocation_chunk: usize,
 }
 
 impl std::fmt::Debug for Segment {
@@ -45,10 +75,15 @@ impl std::fmt::Debug for Segment {
 }
 
 impl Segment {
-    /// Create a new zero-filled file of `size` bytes and map it read-write. With
-    /// `preallocate`, its blocks are reserved now, so a full disk fails here with ENOSPC
-    /// instead of killing the process with SIGBUS on a later write through the mapping.
-    pub fn create(dir: &Path, start_offset: u64, size: usize, preallocate: bool) -> Result<Self> {
+    /// Create a new zero-filled (sparse) file of `size` bytes and map it read-write.
+    /// With a non-zero `allocation_chunk`, the writer reserves disk blocks that many bytes
+    /// at a time ahead of what it writes (`ensure_allocated`).
+    pub fn create(
+        dir: &Path,
+        start_offset: u64,
+        size: usize,
+        allocation_chunk: usize,
+    ) -> Result<Self> {
         let path = dir.join(segment_file_name(start_offset));
         let file = OpenOptions::new()
             .read(true)
@@ -56,7 +91,7 @@ impl Segment {
             .create_new(true)
             .open(&path)
             .at(&path)?;
-        if let Err(error) = Self::reserve(&file, size, preallocate) {
+        if let Err(error) = file.set_len(size as u64) {
             let _ = std::fs::remove_file(&path);
             return Err(Error::io(&path, error));
         }
@@ -68,6 +103,8 @@ impl Segment {
             writable: true,
             map,
             file,
+            allocated: AtomicUsize::new(0),
+            allocation_chunk,
         })
     }
 
@@ -99,29 +136,34 @@ impl Segment {
             writable,
             map,
             file,
+            allocated: AtomicUsize::new(0),
+            allocation_chunk: 0,
         })
     }
 
-    fn reserve(file: &File, size: usize, preallocate: bool) -> std::io::Result<()> {
-        if preallocate {
-            // SAFETY: plain syscall on a descriptor we own.
-            let status = unsafe {
-                libc::fallocate(
-                    std::os::fd::AsRawFd::as_raw_fd(file),
-                    0,
-                    0,
-                    size as libc::off_t,
-                )
-            };
-            if status == 0 {
-                return Ok(());
-            }
-            let error = std::io::Error::last_os_error();
-            if error.raw_os_error() != Some(libc::EOPNOTSUPP) {
-                return Err(error);
-            }
+    /// Reserve disk blocks `chunk` bytes at a time ahead of writes (see
+    /// `ensure_allocated`); 0 never reserves.
+    pub fn with_allocation_chunk(mut self, chunk: usize) -> Self {
+        self.allocation_chunk = if self.writable { chunk } else { 0 };
+        self
+    }
+
+    /// Reserve disk blocks for bytes below `end` before the writer touches them through
+    /// the mapping: a full disk then fails with ENOSPC here, instead of killing the
+    /// process with SIGBUS on a write to a page that cannot be allocated. Blocks are
+    /// reserved a chunk at a time so a sparse file costs about what it holds.
+    pub fn ensure_allocated(&self, end: usize) -> Result<()> {
+        if self.allocation_chunk == 0 || end <= self.allocated.load(Ordering::Acquire) {
+            return Ok(());
         }
-        file.set_len(size as u64)
+        let from = self.allocated.load(Ordering::Acquire);
+        let to = end
+            .div_ceil(self.allocation_chunk)
+            .saturating_mul(self.allocation_chunk)
+            .min(self.size);
+        allocate_range(&self.file, from, to - from).at(&self.path)?;
+        self.allocated.store(to, Ordering::Release);
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -255,7 +297,7 @@ mod tests {
     #[test]
     fn created_segments_are_zero_filled_and_sized() {
         let dir = tempfile::tempdir().unwrap();
-        let segment = Segment::create(dir.path(), 4096, 4096, true).unwrap();
+        let segment = Segment::create(dir.path(), 4096, 4096, 1024).unwrap();
         assert_eq!(segment.bytes(0, 4096), &[0u8; 4096][..]);
         unsafe { segment.bytes_mut(10, 3) }.copy_from_slice(b"abc");
         segment.flush().unwrap();

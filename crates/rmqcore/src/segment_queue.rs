@@ -16,7 +16,8 @@ pub struct SegmentQueue {
     dir: PathBuf,
     segment_size: usize,
     writable: bool,
-    preallocate: bool,
+    /// Disk blocks are reserved this many bytes ahead of writes (0: never).
+    allocation_chunk: usize,
     segments: RwLock<Vec<Arc<Segment>>>,
 }
 
@@ -28,7 +29,7 @@ impl SegmentQueue {
         dir: &Path,
         configured_size: usize,
         writable: bool,
-        preallocate: bool,
+        allocation_chunk: usize,
     ) -> Result<Self> {
         let mut found: Vec<(u64, PathBuf, u64)> = Vec::new();
         if dir.is_dir() {
@@ -78,19 +79,17 @@ impl SegmentQueue {
                     format!("start {start} is not a multiple of the segment size {segment_size}"),
                 ));
             }
-            segments.push(Arc::new(Segment::open(
-                &path,
-                start,
-                segment_size,
-                writable,
-            )?));
+            segments.push(Arc::new(
+                Segment::open(&path, start, segment_size, writable)?
+                    .with_allocation_chunk(allocation_chunk),
+            ));
             expected_start = Some(start + segment_size as u64);
         }
         Ok(SegmentQueue {
             dir: dir.to_path_buf(),
             segment_size,
             writable,
-            preallocate,
+            allocation_chunk,
             segments: RwLock::new(segments),
         })
     }
@@ -160,7 +159,7 @@ impl SegmentQueue {
             &self.dir,
             start,
             self.segment_size,
-            self.preallocate,
+            self.allocation_chunk,
         )?);
         segments.push(Arc::clone(&segment));
         Ok(segment)

@@ -290,7 +290,7 @@ impl Store {
         let options = &self.inner.options;
         let prepared = drafts
             .iter()
-            .map(|draft| draft.prepare(options.max_message_size))
+            .map(|draft| draft.prepare(options.max_message_size, options.append_record_crc))
             .collect::<Result<Vec<_>>>()?;
         let born_default = now_millis();
         let inputs: Vec<RecordInput<'_>> = prepared
@@ -330,16 +330,28 @@ impl Store {
             let queue = self.inner.queues.get_or_create(topic, queue_id)?;
             let first_queue_offset = queue.max_offset();
             let store_timestamp = now_millis();
+            let log_end_before = self.inner.commit_log.write_offset();
             let appended = self
                 .inner
                 .commit_log
                 .append(&inputs, first_queue_offset, store_timestamp)
                 .map_err(|error| self.inner.explain_disk_full(error))?;
-            let mut results = Vec::with_capacity(appended.len());
-            for (index, placed) in appended.iter().enumerate() {
+            let dispatched = appended.iter().try_for_each(|placed| {
                 let record = self.inner.commit_log.read(placed.physical_offset, false)?;
                 dispatch_to_consume_queue(&self.inner.queues, &record.view())?;
-                self.inner.index.dispatch(&record.view())?;
+                self.inner.index.dispatch(&record.view())
+            });
+            if let Err(error) = dispatched {
+                // All or nothing: a batch whose queue or index entries cannot be written
+                // (a full disk) is taken back out of the log. Index entries already
+                // written point at offsets that later records reuse; key queries compare
+                // each record's topic and keys, so they never return a wrong message.
+                queue.truncate_from_physical(log_end_before as i64)?;
+                self.inner.commit_log.roll_back(log_end_before)?;
+                return Err(self.inner.explain_disk_full(error));
+            }
+            let mut results = Vec::with_capacity(appended.len());
+            for (index, placed) in appended.iter().enumerate() {
                 results.push(PutResult {
                     msg_id: create_msg_id(&options.store_host, placed.physical_offset as i64),
                     commitlog_offset: placed.physical_offset as i64,
@@ -879,6 +891,7 @@ impl StoreInner {
             master_flushed_offset: 0,
             confirm_phy_offset: 0,
             flushed_offset: Some(safe),
+            records_carry_crc: self.options.append_record_crc,
         };
         checkpoint.store(&self.root)
     }

@@ -2,10 +2,10 @@
 //! `FileChannel.tryLock(0, 1, false)` takes it, so rmq and a RocketMQ broker never open
 //! the same store for writing at once. The lock goes when the file is closed.
 
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -21,7 +21,11 @@ pub struct StoreLock {
 
 impl Drop for StoreLock {
     fn drop(&mut self) {
-        if let Some(locked) = LOCKED_IN_THIS_PROCESS.lock().expect("lock registry").as_mut() {
+        if let Some(locked) = LOCKED_IN_THIS_PROCESS
+            .lock()
+            .expect("lock registry")
+            .as_mut()
+        {
             locked.remove(&self.root);
         }
     }
@@ -32,20 +36,40 @@ impl StoreLock {
         let canonical = root.canonicalize().at(root)?;
         {
             let mut registry = LOCKED_IN_THIS_PROCESS.lock().expect("lock registry");
-            if !registry.get_or_insert_with(HashSet::new).insert(canonical.clone()) {
-                return Err(Error::Locked { path: root.to_path_buf() });
+            if !registry
+                .get_or_insert_with(HashSet::new)
+                .insert(canonical.clone())
+            {
+                return Err(Error::Locked {
+                    path: root.to_path_buf(),
+                });
             }
         }
-        Self::acquire_file(root).map(|file| StoreLock { _file: file, root: canonical.clone() }).inspect_err(|_| {
-            if let Some(locked) = LOCKED_IN_THIS_PROCESS.lock().expect("lock registry").as_mut() {
-                locked.remove(&canonical);
-            }
-        })
+        Self::acquire_file(root)
+            .map(|file| StoreLock {
+                _file: file,
+                root: canonical.clone(),
+            })
+            .inspect_err(|_| {
+                if let Some(locked) = LOCKED_IN_THIS_PROCESS
+                    .lock()
+                    .expect("lock registry")
+                    .as_mut()
+                {
+                    locked.remove(&canonical);
+                }
+            })
     }
 
     fn acquire_file(root: &Path) -> Result<File> {
         let path = root.join("lock");
-        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).at(&path)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .at(&path)?;
         // SAFETY: a zeroed flock is a valid value; fields are set below.
         let mut request: libc::flock = unsafe { std::mem::zeroed() };
         request.l_type = libc::F_WRLCK as libc::c_short;
@@ -57,7 +81,9 @@ impl StoreLock {
         if status != 0 {
             let error = std::io::Error::last_os_error();
             return match error.raw_os_error() {
-                Some(libc::EACCES | libc::EAGAIN) => Err(Error::Locked { path: root.to_path_buf() }),
+                Some(libc::EACCES | libc::EAGAIN) => Err(Error::Locked {
+                    path: root.to_path_buf(),
+                }),
                 _ => Err(Error::io(path, error)),
             };
         }

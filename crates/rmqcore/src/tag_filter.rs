@@ -16,13 +16,21 @@ impl TagFilter {
     pub fn new<S: AsRef<str>>(tags: impl IntoIterator<Item = S>) -> Option<TagFilter> {
         let tags: HashSet<String> = tags
             .into_iter()
-            .flat_map(|tag| tag.as_ref().split("||").map(|t| t.trim().to_string()).collect::<Vec<_>>())
+            .flat_map(|tag| {
+                tag.as_ref()
+                    .split("||")
+                    .map(|t| t.trim().to_string())
+                    .collect::<Vec<_>>()
+            })
             .filter(|tag| !tag.is_empty())
             .collect();
         if tags.is_empty() || tags.contains("*") {
             return None;
         }
-        let codes = tags.iter().map(|tag| i64::from(java_string_hash(tag))).collect();
+        let codes = tags
+            .iter()
+            .map(|tag| i64::from(java_string_hash(tag)))
+            .collect();
         Some(TagFilter { tags, codes })
     }
 

@@ -12,13 +12,21 @@ pub fn validate_topic(topic: &str) -> Result<()> {
     if topic.len() > MAX_V1_TOPIC_LENGTH {
         return Err(Error::invalid(
             "topic",
-            format!("the topic name is {} bytes, more than {MAX_V1_TOPIC_LENGTH}", topic.len()),
+            format!(
+                "the topic name is {} bytes, more than {MAX_V1_TOPIC_LENGTH}",
+                topic.len()
+            ),
         ));
     }
-    if let Some(bad) = topic.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '%' | '|' | '_' | '-'))) {
+    if let Some(bad) = topic
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '%' | '|' | '_' | '-')))
+    {
         return Err(Error::invalid(
             "topic",
-            format!("{topic:?} contains {bad:?}; topic names may use only letters, digits and %|_-"),
+            format!(
+                "{topic:?} contains {bad:?}; topic names may use only letters, digits and %|_-"
+            ),
         ));
     }
     Ok(())
@@ -28,7 +36,9 @@ pub fn validate_topic(topic: &str) -> Result<()> {
 /// as `topic@group`).
 pub fn validate_group(group: &str) -> Result<()> {
     validate_topic(group).map_err(|error| match error {
-        Error::InvalidArgument { reason, .. } => Error::invalid("group", reason.replace("topic", "group")),
+        Error::InvalidArgument { reason, .. } => {
+            Error::invalid("group", reason.replace("topic", "group"))
+        }
         other => other,
     })
 }
@@ -39,14 +49,29 @@ mod tests {
 
     #[test]
     fn accepts_rocketmq_names() {
-        for name in ["TopicTest", "%RETRY%group", "a|b", "x-y_z9", &"t".repeat(127)] {
+        for name in [
+            "TopicTest",
+            "%RETRY%group",
+            "a|b",
+            "x-y_z9",
+            &"t".repeat(127),
+        ] {
             validate_topic(name).unwrap();
         }
     }
 
     #[test]
     fn rejects_everything_else() {
-        for name in ["", "..", "a/b", "a.b", "a b", "é", "a\u{0}", &"t".repeat(128)] {
+        for name in [
+            "",
+            "..",
+            "a/b",
+            "a.b",
+            "a b",
+            "é",
+            "a\u{0}",
+            &"t".repeat(128),
+        ] {
             assert!(validate_topic(name).is_err(), "{name:?} was accepted");
         }
     }

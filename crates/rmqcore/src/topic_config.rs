@@ -43,7 +43,12 @@ impl Default for TopicConfig {
 
 impl TopicConfig {
     pub fn new(topic: &str, queues: i32) -> Self {
-        TopicConfig { topic_name: topic.to_string(), read_queue_nums: queues, write_queue_nums: queues, ..Default::default() }
+        TopicConfig {
+            topic_name: topic.to_string(),
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            ..Default::default()
+        }
     }
 
     pub fn queue_count(&self) -> i32 {
@@ -61,7 +66,11 @@ pub struct DataVersion {
 
 impl Default for DataVersion {
     fn default() -> Self {
-        DataVersion { counter: 0, state_version: 0, timestamp: crate::clock::now_millis() }
+        DataVersion {
+            counter: 0,
+            state_version: 0,
+            timestamp: crate::clock::now_millis(),
+        }
     }
 }
 
@@ -92,11 +101,20 @@ impl TopicConfigTable {
 
     pub fn load(root: &Path) -> Result<Self> {
         let path = Self::file_path(root);
-        let file = read_with_backup(&path, |text| serde_json::from_str(&quote_bare_integer_keys(text)).ok())?;
+        let file = read_with_backup(&path, |text| {
+            serde_json::from_str(&quote_bare_integer_keys(text)).ok()
+        })?;
         if file.is_none() && path.exists() {
-            return Err(Error::corrupt(&path, 0, "topics.json and its backup are unreadable"));
+            return Err(Error::corrupt(
+                &path,
+                0,
+                "topics.json and its backup are unreadable",
+            ));
         }
-        Ok(TopicConfigTable { path, file: file.unwrap_or_default() })
+        Ok(TopicConfigTable {
+            path,
+            file: file.unwrap_or_default(),
+        })
     }
 
     pub fn get(&self, topic: &str) -> Option<&TopicConfig> {
@@ -118,7 +136,9 @@ impl TopicConfigTable {
                 true
             }
             None => {
-                self.file.topic_config_table.insert(topic.to_string(), TopicConfig::new(topic, queues));
+                self.file
+                    .topic_config_table
+                    .insert(topic.to_string(), TopicConfig::new(topic, queues));
                 self.file.data_version.bump();
                 true
             }

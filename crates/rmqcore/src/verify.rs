@@ -11,7 +11,7 @@ use crate::commit_log::CommitLog;
 use crate::consume_queue_table::ConsumeQueueTable;
 use crate::dispatch::tags_code_of;
 use crate::error::Result;
-use crate::record::{decode_record, Decoded, DecodeError};
+use crate::record::{decode_record, DecodeError, Decoded};
 
 /// At most this many differences are listed; all are counted.
 pub const MAX_LISTED_DIFFERENCES: usize = 1000;
@@ -44,7 +44,11 @@ impl VerifyReport {
     }
 }
 
-pub fn verify(commit_log: &CommitLog, queues: &ConsumeQueueTable, end: u64) -> Result<VerifyReport> {
+pub fn verify(
+    commit_log: &CommitLog,
+    queues: &ConsumeQueueTable,
+    end: u64,
+) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     // Per queue: the next queue offset expected from the log, and the first one seen.
     let mut seen: HashMap<(String, i32), (i64, i64)> = HashMap::new();
@@ -59,10 +63,15 @@ pub fn verify(commit_log: &CommitLog, queues: &ConsumeQueueTable, end: u64) -> R
             let view = match decode_record(bytes, true) {
                 Ok(Decoded::Record(view)) => view,
                 Ok(Decoded::Blank | Decoded::End) => break,
-                Err(DecodeError::BodyCrcMismatch { stored, computed }) => {
+                Err(
+                    error @ (DecodeError::BodyCrcMismatch { .. } | DecodeError::RecordCrcMismatch),
+                ) => {
                     report.add(
                         "corrupt_record",
-                        format!("{} offset {position} (log offset {offset}): body CRC mismatch: stored {stored}, computed {computed}", segment.path().display()),
+                        format!(
+                            "{} offset {position} (log offset {offset}): {error}",
+                            segment.path().display()
+                        ),
                     );
                     // The layout is intact, so its queue entry can still be checked.
                     match decode_record(bytes, false) {
@@ -81,7 +90,13 @@ pub fn verify(commit_log: &CommitLog, queues: &ConsumeQueueTable, end: u64) -> R
             report.records_checked += 1;
             position += view.total_size;
             if view.physical_offset != offset as i64 {
-                report.add("corrupt_record", format!("record at log offset {offset} says it is at {}", view.physical_offset));
+                report.add(
+                    "corrupt_record",
+                    format!(
+                        "record at log offset {offset} says it is at {}",
+                        view.physical_offset
+                    ),
+                );
                 continue;
             }
             if !view.is_dispatched_to_consume_queue() {
@@ -92,7 +107,9 @@ pub fn verify(commit_log: &CommitLog, queues: &ConsumeQueueTable, end: u64) -> R
                 report.add("unknown_queue", format!("record at log offset {offset} belongs to {topic}/{}, which has no consume queue", view.queue_id));
                 continue;
             };
-            let expected_next = seen.entry((topic.clone(), view.queue_id)).or_insert((view.queue_offset, view.queue_offset));
+            let expected_next = seen
+                .entry((topic.clone(), view.queue_id))
+                .or_insert((view.queue_offset, view.queue_offset));
             if view.queue_offset != expected_next.1 {
                 report.add(
                     "wrong_entry",
@@ -104,7 +121,10 @@ pub fn verify(commit_log: &CommitLog, queues: &ConsumeQueueTable, end: u64) -> R
             match queue.entry(view.queue_offset) {
                 None if view.queue_offset >= queue.min_offset() => report.add(
                     "missing_entry",
-                    format!("{topic}/{} has no entry {} for the record at log offset {offset}", view.queue_id, view.queue_offset),
+                    format!(
+                        "{topic}/{} has no entry {} for the record at log offset {offset}",
+                        view.queue_id, view.queue_offset
+                    ),
                 ),
                 None => {}
                 Some(entry) => {

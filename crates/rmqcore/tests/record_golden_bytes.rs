@@ -3,10 +3,16 @@
 use rmqcore::big_endian::{read_i16, read_i32, read_i64};
 use rmqcore::body_crc::body_crc;
 use rmqcore::properties::encode_properties;
-use rmqcore::record::{decode_record, encode_record, record_length, Decoded, Placement, RecordInput, MAGIC_V1};
+use rmqcore::record::{
+    decode_record, encode_record, record_length, Decoded, Placement, RecordInput, MAGIC_V1,
+};
 
-const PROPERTIES: [(&str, &str); 4] =
-    [("TAGS", "TagA"), ("KEYS", "k1 k2"), ("UNIQ_KEY", "7F0000010C3A18B4AAC2A1B2C3D40000"), ("WAIT", "true")];
+const PROPERTIES: [(&str, &str); 4] = [
+    ("TAGS", "TagA"),
+    ("KEYS", "k1 k2"),
+    ("UNIQ_KEY", "7F0000010C3A18B4AAC2A1B2C3D40000"),
+    ("WAIT", "true"),
+];
 
 fn example(properties: &[u8]) -> RecordInput<'_> {
     RecordInput {
@@ -32,7 +38,11 @@ fn worked_example_has_the_reference_layout() {
     let input = example(&properties);
     assert_eq!(record_length(&input), 187);
     let mut bytes = vec![0u8; 187];
-    let placement = Placement { queue_offset: 5, physical_offset: 0x1234, store_timestamp: 1_700_000_000_123 };
+    let placement = Placement {
+        queue_offset: 5,
+        physical_offset: 0x1234,
+        store_timestamp: 1_700_000_000_123,
+    };
     encode_record(&mut bytes, &input, placement);
 
     assert_eq!(read_i32(&bytes, 0), 187);
@@ -62,12 +72,25 @@ fn worked_example_decodes_to_its_fields() {
     let properties = encode_properties(PROPERTIES).unwrap();
     let input = example(&properties);
     let mut bytes = vec![0u8; 187];
-    encode_record(&mut bytes, &input, Placement { queue_offset: 5, physical_offset: 0x1234, store_timestamp: 9 });
-    let Ok(Decoded::Record(view)) = decode_record(&bytes, true) else { panic!("example does not decode") };
+    encode_record(
+        &mut bytes,
+        &input,
+        Placement {
+            queue_offset: 5,
+            physical_offset: 0x1234,
+            store_timestamp: 9,
+        },
+    );
+    let Ok(Decoded::Record(view)) = decode_record(&bytes, true) else {
+        panic!("example does not decode")
+    };
     assert_eq!(view.topic, b"TopicTest");
     assert_eq!(view.tags(), Some(&b"TagA"[..]));
     assert_eq!(view.keys(), vec!["k1".to_string(), "k2".to_string()]);
-    assert_eq!(view.uniq_key(), Some(&b"7F0000010C3A18B4AAC2A1B2C3D40000"[..]));
+    assert_eq!(
+        view.uniq_key(),
+        Some(&b"7F0000010C3A18B4AAC2A1B2C3D40000"[..])
+    );
     assert_eq!(view.store_host.to_string(), "192.168.0.10:10911");
 }
 
@@ -79,11 +102,29 @@ fn ipv6_hosts_shift_later_fields_and_set_sys_flag_bits() {
     input.store_host = "[2001:db8::2]:10911".parse().unwrap();
     assert_eq!(record_length(&input), 187 + 24);
     let mut bytes = vec![0u8; 211];
-    encode_record(&mut bytes, &input, Placement { queue_offset: 0, physical_offset: 0, store_timestamp: 77 });
+    encode_record(
+        &mut bytes,
+        &input,
+        Placement {
+            queue_offset: 0,
+            physical_offset: 0,
+            store_timestamp: 77,
+        },
+    );
     assert_eq!(read_i32(&bytes, 36), 0x10 | 0x20);
-    assert_eq!(read_i64(&bytes, 68), 77, "store timestamp moves by 12 with an IPv6 born host");
-    assert_eq!(read_i32(&bytes, 84 + 24), 14, "body length moves by 24 with both hosts IPv6");
-    let Ok(Decoded::Record(view)) = decode_record(&bytes, true) else { panic!("IPv6 record does not decode") };
+    assert_eq!(
+        read_i64(&bytes, 68),
+        77,
+        "store timestamp moves by 12 with an IPv6 born host"
+    );
+    assert_eq!(
+        read_i32(&bytes, 84 + 24),
+        14,
+        "body length moves by 24 with both hosts IPv6"
+    );
+    let Ok(Decoded::Record(view)) = decode_record(&bytes, true) else {
+        panic!("IPv6 record does not decode")
+    };
     assert_eq!(view.born_host, input.born_host);
     assert_eq!(view.store_host, input.store_host);
 }
@@ -92,8 +133,19 @@ fn ipv6_hosts_shift_later_fields_and_set_sys_flag_bits() {
 fn corrupted_bodies_fail_the_crc_check() {
     let properties = encode_properties(PROPERTIES).unwrap();
     let mut bytes = vec![0u8; 187];
-    encode_record(&mut bytes, &example(&properties), Placement { queue_offset: 0, physical_offset: 0, store_timestamp: 0 });
+    encode_record(
+        &mut bytes,
+        &example(&properties),
+        Placement {
+            queue_offset: 0,
+            physical_offset: 0,
+            store_timestamp: 0,
+        },
+    );
     bytes[90] ^= 0x01;
     assert!(decode_record(&bytes, true).is_err());
-    assert!(decode_record(&bytes, false).is_ok(), "without the CRC check the layout is still valid");
+    assert!(
+        decode_record(&bytes, false).is_ok(),
+        "without the CRC check the layout is still valid"
+    );
 }

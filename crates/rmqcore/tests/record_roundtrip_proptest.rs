@@ -6,7 +6,9 @@ use std::net::SocketAddr;
 use proptest::prelude::*;
 use rmqcore::body_crc::body_crc;
 use rmqcore::properties::{decode_properties, encode_properties};
-use rmqcore::record::{decode_record, encode_record, record_length, Decoded, Placement, RecordInput};
+use rmqcore::record::{
+    decode_record, encode_record, record_length, Decoded, Placement, RecordInput,
+};
 
 fn host() -> impl Strategy<Value = SocketAddr> {
     prop_oneof![

@@ -133,9 +133,10 @@ fn every_layout_decodes_to_its_fields() {
     let names: Vec<&[u8]> = (0..columns.properties.names.len())
         .map(|i| columns.properties.names.value(i))
         .collect();
+    // The CRC property is checked (crc_ok above) but hidden, as `rmq.Store` hides it.
     assert_eq!(
         names.iter().filter(|name| **name == b"__CRC32#").count(),
-        1,
+        0,
         "{names:?}"
     );
 }

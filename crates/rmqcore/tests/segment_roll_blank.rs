@@ -6,12 +6,18 @@ use rmqcore::record::{record_length, BLANK_MAGIC};
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
 fn options() -> StoreOptions {
-    StoreOptions { commitlog_segment_size: 4096, ..StoreOptions::default() }
+    StoreOptions {
+        commitlog_segment_size: 4096,
+        ..StoreOptions::default()
+    }
 }
 
 fn body_for_record_length(store: &Store, topic: &str, length: usize) -> Vec<u8> {
-    let draft = MessageDraft { body: b"", ..Default::default() };
-    let prepared = draft.prepare(1 << 20).unwrap();
+    let draft = MessageDraft {
+        body: b"",
+        ..Default::default()
+    };
+    let prepared = draft.prepare(1 << 20, true).unwrap();
     let input = rmqcore::record::RecordInput {
         topic,
         queue_id: 0,
@@ -33,34 +39,88 @@ fn body_for_record_length(store: &Store, topic: &str, length: usize) -> Vec<u8> 
 fn a_record_that_exactly_does_not_fit_forces_a_blank() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), options()).unwrap();
-    let first = body_for_record_length(&store, "T", 4096 - 100);
-    store.put("T", 0, &MessageDraft { body: &first, ..Default::default() }).unwrap();
-    // 100 bytes remain: a 93-byte record leaves 7 < 8 for the blank, so it must roll.
-    let second = body_for_record_length(&store, "T", 93);
-    let result = store.put("T", 0, &MessageDraft { body: &second, ..Default::default() }).unwrap();
+    let first = body_for_record_length(&store, "T", 4096 - 200);
+    store
+        .put(
+            "T",
+            0,
+            &MessageDraft {
+                body: &first,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    // 200 bytes remain: a 193-byte record leaves 7 < 8 for the blank, so it must roll.
+    let second = body_for_record_length(&store, "T", 193);
+    let result = store
+        .put(
+            "T",
+            0,
+            &MessageDraft {
+                body: &second,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert_eq!(result.commitlog_offset, 4096);
     let segment = std::fs::read(dir.path().join("commitlog").join("00000000000000000000")).unwrap();
-    assert_eq!(read_i32(&segment, 3996), 100, "blank TOTALSIZE is the remaining length");
-    assert_eq!(read_i32(&segment, 4000), BLANK_MAGIC);
-    assert!(segment[4004..].iter().all(|b| *b == 0), "only the blank's 8 bytes are written");
+    assert_eq!(
+        read_i32(&segment, 3896),
+        200,
+        "blank TOTALSIZE is the remaining length"
+    );
+    assert_eq!(read_i32(&segment, 3900), BLANK_MAGIC);
+    assert!(
+        segment[3904..].iter().all(|b| *b == 0),
+        "only the blank's 8 bytes are written"
+    );
 
-    // 92 bytes leave exactly 8: that fits in the same segment.
+    // 192 bytes leave exactly 8: that fits in the same segment.
     let third_dir = tempfile::tempdir().unwrap();
     let store = Store::open(third_dir.path(), options()).unwrap();
-    store.put("T", 0, &MessageDraft { body: &first, ..Default::default() }).unwrap();
-    let fits = body_for_record_length(&store, "T", 92);
-    let result = store.put("T", 0, &MessageDraft { body: &fits, ..Default::default() }).unwrap();
-    assert_eq!(result.commitlog_offset, 3996);
+    store
+        .put(
+            "T",
+            0,
+            &MessageDraft {
+                body: &first,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let fits = body_for_record_length(&store, "T", 192);
+    let result = store
+        .put(
+            "T",
+            0,
+            &MessageDraft {
+                body: &fits,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(result.commitlog_offset, 3896);
 }
 
 #[test]
 fn messages_survive_reopening_across_rolls() {
     let dir = tempfile::tempdir().unwrap();
-    let bodies: Vec<Vec<u8>> = (0..200).map(|i| vec![(i % 251) as u8; i * 7 % 300]).collect();
+    let bodies: Vec<Vec<u8>> = (0..200)
+        .map(|i| vec![(i % 251) as u8; i * 7 % 300])
+        .collect();
     {
         let store = Store::open(dir.path(), options()).unwrap();
         for body in &bodies {
-            store.put("Roll", 1, &MessageDraft { body, ..Default::default() }).unwrap();
+            store
+                .put(
+                    "Roll",
+                    1,
+                    &MessageDraft {
+                        body,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
         }
         store.close().unwrap();
     }

@@ -330,6 +330,8 @@ impl ColumnBatch {
                     match &properties[name.clone()] {
                         n if n == PROPERTY_TAGS.as_bytes() => tags = Some(value),
                         n if n == PROPERTY_KEYS.as_bytes() => keys = Some(value),
+                        // Storage integrity, hidden as `rmq.Store` hides it.
+                        n if n == crate::crc_property::CRC_PROPERTY_NAME.as_bytes() => {}
                         n => match self
                             .scratch
                             .iter_mut()
