@@ -43,6 +43,17 @@ def _run(name: str) -> Callable[[Case, Path], Metrics]:
     return run
 
 
+def _run_rocketmq_store(case: Case, workdir: Path) -> Metrics:
+    from bench.peers.rocketmq import store_bench
+
+    p = case.params
+    out = store_bench(
+        ["append", str(workdir / "store"), str(p["count"]), str(p["body"]), str(p["batch"])]
+    )
+    keep = ("seconds", "msgs_per_s", "mb_per_s", "peak_rss_mb")  # peak RSS of the JVM
+    return {k: out[k] for k in keep if k in out}
+
+
 def build(ctx: Context) -> Benchmark:
     count = ctx.pick(2_000, 50_000, 1_000_000)
     cases = [
@@ -57,6 +68,17 @@ def build(ctx: Context) -> Benchmark:
         System(name, _run(name), role=ROLES.get(name, "peer"), note=SYSTEM_NOTES.get(name, ""))
         for name in FACTORIES
     ]
+    systems.append(
+        System(
+            "RocketMQ store",
+            _run_rocketmq_store,
+            role="peer",
+            tags=frozenset({"java", "rocketmq"}),
+            note="Apache RocketMQ 5.3.3 DefaultMessageStore in-process (bench/peers/java "
+            "StoreBench): putMessage per message or putMessages per batch, async flush, "
+            "fresh JVM per round (JIT warm-up included)",
+        )
+    )
     return Benchmark(
         name="append",
         title="append N messages from Python, async flush",

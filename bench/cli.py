@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import shlex
 import sys
@@ -94,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         command=shlex.join(shown),
         isolate=not args.in_process,
     )
+    # Import rmq once here, so that every forked measurement uses the same build even if
+    # the shared tree's Python files change during the run.
+    with contextlib.suppress(Exception):
+        import rmq  # noqa: F401
     started = time.time()
     summary: list[tuple[str, str]] = []
     for name in names:

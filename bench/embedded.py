@@ -176,7 +176,7 @@ class RocksSystem:
         try:
             from rocksdict import Options, Rdict, WriteBatch
         except ImportError as exc:
-            raise NotMeasurable(f"rocksdict is not installed ({exc}); pip install rocksdict")
+            raise NotMeasurable(f"rocksdict is not installed ({exc})") from exc
         self._batch_cls = WriteBatch
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
@@ -206,7 +206,7 @@ class RocksSystem:
         seen = 0
         n = 0
         for k, v in self.db.items(from_key=b"m"):
-            if k[:1] != b"m":
+            if not (isinstance(k, bytes) and k.startswith(b"m")):
                 break
             seen += len(v)
             n += 1
@@ -235,7 +235,7 @@ class LmdbSystem:
         try:
             import lmdb
         except ImportError as exc:
-            raise NotMeasurable(f"lmdb is not installed ({exc}); pip install lmdb")
+            raise NotMeasurable(f"lmdb is not installed ({exc})") from exc
         map_size = max(1 << 26, 4 * wl.count * (wl.body_size + 96))
         self.env = lmdb.open(
             str(path / "lmdb"),
@@ -341,8 +341,9 @@ class SqliteSystem:
     def lookup(self, wl: Workload, keys: list[str]) -> int:
         found = 0
         ex = self.db.execute
+        sql = "SELECT off, tags, body FROM msg WHERE key = ?"
         for k in keys:
-            found += ex("SELECT off, tags, body FROM msg WHERE key = ?", (k,)).fetchone() is not None
+            found += ex(sql, (k,)).fetchone() is not None
         return found
 
     def close(self) -> None:

@@ -25,7 +25,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -92,6 +91,7 @@ class System:
     isolate: bool = True
     note: str = ""
     cases: Sequence[str] | None = None  # labels this system runs; None = all
+    tags: frozenset[str] = frozenset()  # e.g. {"java", "rocketmq"}: what --skip can name
 
 
 @dataclass
@@ -170,8 +170,12 @@ def progress(ctx: Context, total: int, desc: str) -> Iterator[Callable[[int], No
 
     tqdm.monitor_interval = 0  # no monitor thread: children are forked
     bar = tqdm(total=total, desc=desc, unit="run", leave=False, dynamic_ncols=True)
+
+    def tick(n: int) -> None:
+        bar.update(n)
+
     try:
-        yield bar.update
+        yield tick
     finally:
         bar.close()
 
@@ -217,15 +221,22 @@ def machine_description(work_dir: Path) -> dict[str, Any]:
 
 def versions() -> dict[str, str | None]:
     found: dict[str, str | None] = {"rmq": rmq_version()}
-    for module in ("rocksdict", "lmdb", "pyarrow", "pyspark", "matplotlib"):
+    from importlib import metadata
+
+    for dist in ("rocksdict", "lmdb", "pyarrow", "pyspark", "matplotlib", "tqdm"):
         try:
-            mod = __import__(module)
-            found[module] = str(getattr(mod, "__version__", None) or "")
-        except Exception:
-            found[module] = None
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[dist] = None
     import sqlite3
 
     found["sqlite"] = sqlite3.sqlite_version
+    from bench.peers import kafka, rocketmq
+    from bench.peers.common import java_version
+
+    found["rocketmq_peer"] = rocketmq.VERSION
+    found["kafka_peer"] = kafka.VERSION
+    found["java"] = java_version()
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         out = subprocess.run(
             ["git", "-C", str(REPO_DIR), "rev-parse", "--short", "HEAD"],
@@ -284,35 +295,37 @@ def run_benchmark(bench: Benchmark, ctx: Context) -> dict[str, Any]:
     """Run all rounds of one benchmark, write its results and return them."""
     started = time.time()
     print(f"\n== {bench.name}: {bench.title} (size {ctx.size}, {ctx.rounds} rounds)", flush=True)
-    work = fresh_dir(ctx.work_dir, bench.name)
+    # Unique per invocation: other people may run benchmarks in the same tree at once.
+    work = fresh_dir(ctx.work_dir, f"{bench.name}-{os.getpid()}")
     rounds: list[dict[str, Any]] = []
     unavailable: dict[str, str] = {}
+    per_case: dict[tuple[str, str], str] = {}
     errors: list[dict[str, Any]] = []
     active: list[System] = []
 
-    if bench.not_measurable:
-        print(f"   not measurable yet: {bench.not_measurable}", flush=True)
-    for system in bench.systems:
-        if bench.not_measurable and system.role == "rmq":
-            unavailable[system.name] = bench.not_measurable
-            continue
-        if system.name in ctx.skip or any(tag in ctx.skip for tag in system.name.split()):
-            unavailable[system.name] = "skipped: excluded with --skip"
-            print(f"   {system.name}: skipped (excluded with --skip)", flush=True)
-            continue
-        try:
-            if system.setup is not None:
-                system.setup()
-            active.append(system)
-        except NotMeasurable as exc:
-            unavailable[system.name] = str(exc)
-            label = "not measurable yet" if system.role == "rmq" else "cannot be measured"
-            print(f"   {system.name}: {label}: {exc}", flush=True)
-        except Exception as exc:
-            unavailable[system.name] = f"setup failed: {type(exc).__name__}: {exc}"
-            print(f"   {system.name}: setup failed: {exc}", flush=True)
-
     try:
+        if bench.not_measurable:
+            print(f"   not measurable yet: {bench.not_measurable}", flush=True)
+        for system in bench.systems:
+            if bench.not_measurable and system.role == "rmq":
+                unavailable[system.name] = bench.not_measurable
+                continue
+            if system.name.lower() in ctx.skip or system.tags & ctx.skip:
+                unavailable[system.name] = "skipped: excluded with --skip"
+                print(f"   {system.name}: skipped (excluded with --skip)", flush=True)
+                continue
+            try:
+                if system.setup is not None:
+                    system.setup()
+                active.append(system)
+            except NotMeasurable as exc:
+                unavailable[system.name] = str(exc)
+                label = "not measurable yet" if system.role == "rmq" else "cannot be measured"
+                print(f"   {system.name}: {label}: {exc}", flush=True)
+            except Exception as exc:
+                unavailable[system.name] = f"setup failed: {type(exc).__name__}: {exc}"
+                print(f"   {system.name}: setup failed: {exc}", flush=True)
+
         total = ctx.rounds * sum(
             1 for c in bench.cases for s in active if s.cases is None or c.label in s.cases
         )
@@ -347,9 +360,14 @@ def run_benchmark(bench: Benchmark, ctx: Context) -> dict[str, Any]:
                                 }
                             )
                         elif status == "not_measurable":
-                            unavailable[system.name] = str(value)
-                            label = "not measurable yet" if system.role == "rmq" else "skipped"
-                            print(f"   {system.name}: {label}: {value}", flush=True)
+                            # Recorded, and tried again next round: a part being rebuilt in
+                            # a shared tree may be back by then.
+                            if (system.name, case.label) not in per_case:
+                                label = "not measurable yet" if system.role == "rmq" else "skipped"
+                                print(
+                                    f"   {system.name} [{case.label}]: {label}: {value}", flush=True
+                                )
+                            per_case[(system.name, case.label)] = str(value)
                         else:
                             first = str(value).splitlines()[0]
                             errors.append(
@@ -370,7 +388,14 @@ def run_benchmark(bench: Benchmark, ctx: Context) -> dict[str, Any]:
                     print(f"   {system.name}: teardown failed: {exc}", flush=True)
         shutil.rmtree(work, ignore_errors=True)
 
-    result = summarize(bench, ctx, rounds, unavailable, errors, started)
+    reasons = [{"system": k, "reason": v} for k, v in unavailable.items()]
+    done = {(r["system"], r["case"]) for r in rounds}
+    for (k, c), v in per_case.items():
+        if (k, c) in done:  # measurable in other rounds: say so among the errors
+            errors.append({"round": -1, "case": c, "system": k, "error": f"some rounds: {v}"})
+        else:
+            reasons.append({"system": k, "case": c, "reason": v})
+    result = summarize(bench, ctx, rounds, reasons, errors, started)
     write_results(bench, ctx, result)
     return result
 
@@ -382,7 +407,7 @@ def summarize(
     bench: Benchmark,
     ctx: Context,
     rounds: list[dict[str, Any]],
-    unavailable: dict[str, str],
+    unavailable: list[dict[str, str]],
     errors: list[dict[str, Any]],
     started: float,
 ) -> dict[str, Any]:
@@ -424,11 +449,11 @@ def summarize(
         for rname in rmq_names:
             if rname not in by_system or bench.primary not in by_system[rname]:
                 continue
-            mine = by_system[rname][bench.primary]
+            value = by_system[rname][bench.primary]
             for other, m in by_system.items():
                 if other == rname or bench.primary not in m or not m[bench.primary]:
                     continue
-                ratios[label].setdefault(rname, {})[other] = mine / m[bench.primary]
+                ratios[label].setdefault(rname, {})[other] = value / m[bench.primary]
 
     measured = {r["system"] for r in rounds}
     rmq_measured = any(n in measured for n in rmq_names)
@@ -452,9 +477,7 @@ def summarize(
         "versions": versions(),
         "parameters": bench.parameters,
         "cases": [{"label": c.label, "params": c.params} for c in bench.cases],
-        "systems": [
-            {"name": s.name, "role": s.role, "note": s.note} for s in bench.systems
-        ],
+        "systems": [{"name": s.name, "role": s.role, "note": s.note} for s in bench.systems],
         "primary_metric": bench.primary,
         "higher_is_better": bench.higher_is_better,
         "ratio_definition": f"rmq median {bench.primary} / other system's median {bench.primary}",
@@ -463,7 +486,7 @@ def summarize(
         "spread": spread,
         "noisy_rounds": noisy,
         "ratios": ratios,
-        "unavailable": [{"system": k, "reason": v} for k, v in unavailable.items()],
+        "unavailable": unavailable,
         "errors": errors,
     }
 
@@ -496,7 +519,7 @@ def markdown_table(bench: Benchmark, result: dict[str, Any]) -> str:
         f"({result['machine']['cpu'] or 'unknown cpu'}), "
         f"load {result['machine']['loadavg_at_start']:.1f} → {result['loadavg_at_end']:.1f}. "
         f"Medians; ratio = rmq ÷ system on {cols.get(bench.primary, bench.primary)} "
-        f"({direction}); spread = (max − min) ÷ median over rounds."
+        f"({direction}); spread = (max - min) / median over rounds."
     )
     lines.append("")
     if result["rounds"]:
@@ -516,7 +539,7 @@ def markdown_table(bench: Benchmark, result: dict[str, Any]) -> str:
                 row += [_fmt(m.get(k)) for k in cols]
                 for rname in rmq_names:
                     ratio = result["ratios"].get(label, {}).get(rname, {}).get(name)
-                    row.append(f"{ratio:.2f}×" if ratio is not None else "")
+                    row.append(f"{ratio:.3g}x" if ratio is not None else "")
                 s = result["spread"].get(label, {}).get(name)
                 row.append(f"{s:.0%}" if s is not None else "")
                 row.append(str(n))
@@ -524,7 +547,8 @@ def markdown_table(bench: Benchmark, result: dict[str, Any]) -> str:
         lines.append("")
     for item in result["unavailable"]:
         word = "not measurable yet" if item["system"] in rmq_names else "not run"
-        lines.append(f"- {item['system']}: {word}: {item['reason']}")
+        where = f" [{item['case']}]" if item.get("case") else ""
+        lines.append(f"- {item['system']}{where}: {word}: {item['reason']}")
     for err in result["errors"]:
         first = err["error"].splitlines()[0]
         lines.append(f"- {err['system']} [{err['case']}] round {err['round']}: error: {first}")
@@ -548,7 +572,7 @@ def markdown_table(bench: Benchmark, result: dict[str, Any]) -> str:
 
 
 def plot(bench: Benchmark, result: dict[str, Any], path: Path) -> bool:
-    """A grouped bar chart of the primary metric per case and system (min–max whiskers)."""
+    """A grouped bar chart of the primary metric per case and system (min-max whiskers)."""
     try:
         import matplotlib
 
@@ -558,10 +582,12 @@ def plot(bench: Benchmark, result: dict[str, Any], path: Path) -> bool:
         print(f"   no plot: matplotlib unavailable ({exc})", flush=True)
         return False
     labels = [c["label"] for c in result["cases"]]
-    systems = [s["name"] for s in result["systems"] if any(
-        s["name"] in result["medians"].get(lbl, {}) for lbl in labels
-    )]
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(labels) + 2), 4.2), dpi=110)
+    systems = [
+        s["name"]
+        for s in result["systems"]
+        if any(s["name"] in result["medians"].get(lbl, {}) for lbl in labels)
+    ]
+    fig, ax = plt.subplots(figsize=(max(7.5, 1.6 * len(labels) + 3.5), 4.2), dpi=110)
     if not systems:
         ax.text(0.5, 0.5, "not measurable yet", ha="center", va="center", fontsize=14)
         ax.set_axis_off()
@@ -590,7 +616,7 @@ def plot(bench: Benchmark, result: dict[str, Any], path: Path) -> bool:
         col = bench.columns.get(bench.primary, bench.primary)
         direction = "higher is better" if bench.higher_is_better else "lower is better"
         ax.set_ylabel(f"{col} ({direction})")
-        ax.legend(fontsize=7, ncol=min(3, len(systems)))
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
         ax.grid(axis="y", alpha=0.3)
     ax.set_title(f"{bench.name}: {bench.title} (size {result['size']})", fontsize=10)
     fig.tight_layout()
@@ -608,9 +634,3 @@ def write_results(bench: Benchmark, ctx: Context, result: dict[str, Any]) -> Non
     (ctx.results_dir / f"{bench.name}.md").write_text(table)
     plot(bench, result, ctx.results_dir / f"{bench.name}.png")
     print(table, flush=True)
-
-
-def scratch_dir(base: Path | None = None) -> Path:
-    base = base or DEFAULT_WORK
-    base.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix="bench-", dir=base))

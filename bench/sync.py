@@ -138,8 +138,10 @@ def run_fdatasync(case: Case, workdir: Path) -> Metrics:
 
 def build(ctx: Context) -> Benchmark:
     seconds = ctx.pick(0.3, 2.0, 10.0)
-    cases = [Case(f"{k} thread{'s' if k > 1 else ''}", {"threads": k, "seconds": seconds})
-             for k in (1, 8, 64)]
+    cases = [
+        Case(f"{k} thread{'s' if k > 1 else ''}", {"threads": k, "seconds": seconds})
+        for k in (1, 8, 64)
+    ]
     return Benchmark(
         name="sync",
         title="sync flush: K producer threads, 1 KiB",

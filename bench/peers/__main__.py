@@ -23,7 +23,7 @@ def main() -> int:
                 from bench.peers.rocketmq import classpath
             else:
                 from bench.peers.kafka import Kafka as Peer  # type: ignore[assignment]
-                from bench.peers.kafka import classpath  # type: ignore[assignment]
+                from bench.peers.kafka import classpath
             classpath()
             print(f"{name}: jars ready")
             if args.action == "check":

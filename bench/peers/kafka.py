@@ -124,7 +124,8 @@ class Kafka:
         if proc.returncode != 0:
             raise RuntimeError(f"Kafka topic create failed: {(proc.stdout + proc.stderr)[-500:]}")
 
-    def produce(self, topic: str, count: int, body: int) -> dict[str, float]:
+    def produce(self, topic: str, count: int, body: int, batch: int = 0) -> dict[str, float]:
+        """``batch`` is unused: the Kafka producer batches by bytes and linger itself."""
         proc = run_java_tool(
             "org.apache.kafka.tools.ProducerPerformance",
             [
@@ -148,7 +149,7 @@ class Kafka:
         matches = list(_PRODUCED.finditer(proc.stdout))
         if proc.returncode != 0 or not matches:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-6:])
-            raise RuntimeError(f"Kafka ProducerPerformance failed (exit {proc.returncode}):\n{tail}")
+            raise RuntimeError(f"Kafka ProducerPerformance exit {proc.returncode}:\n{tail}")
         m = matches[-1]
         rate = float(m["rate"])
         return {
@@ -184,7 +185,7 @@ class Kafka:
         header_at = next((i for i, ln in enumerate(lines) if ln.startswith("start.time")), None)
         if proc.returncode != 0 or header_at is None or header_at + 1 >= len(lines):
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-6:])
-            raise RuntimeError(f"Kafka ConsumerPerformance failed (exit {proc.returncode}):\n{tail}")
+            raise RuntimeError(f"Kafka ConsumerPerformance exit {proc.returncode}:\n{tail}")
         names = [h.strip() for h in lines[header_at].split(",")]
         values = [v.strip() for v in lines[header_at + 1].split(",")]
         row = dict(zip(names, values, strict=False))

@@ -7,7 +7,6 @@ runs RocketMQ's store engine in-process (``StoreBench``, bench/peers/java) for t
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
@@ -58,7 +57,6 @@ class RocketMQ:
         self.cp = classpath()
         DEFAULT_WORK.mkdir(parents=True, exist_ok=True)
         self.home = Path(tempfile.mkdtemp(prefix="rocketmq-", dir=DEFAULT_WORK))
-        os.environ.setdefault("ROCKETMQ_HOME", str(self.home))
         env_home = ["-Drocketmq.home.dir=" + str(self.home), "-XX:MaxDirectMemorySize=512m"]
         self.ns_port = free_port()
         (self.home / "namesrv.conf").write_text(f"listenPort={self.ns_port}\n")
@@ -154,12 +152,18 @@ class RocketMQ:
     ) -> dict[str, float]:
         args = [self.namesrv_addr, topic, str(count), str(body), str(batch), str(threads)]
         proc = run_java_tool("RocketProduce", args, self.cp, 1800, heap="512m", home=self.home)
-        return bench_result(proc, "RocketMQ producer")
+        result = bench_result(proc, "RocketMQ producer")
+        if result.get("failed_batches"):
+            raise RuntimeError(f"RocketMQ producer: {result['failed_batches']:.0f} batches failed")
+        return result
 
     def consume(self, topic: str, count: int) -> dict[str, float]:
         args = [self.namesrv_addr, topic, str(count)]
         proc = run_java_tool("RocketConsume", args, self.cp, 1800, heap="512m", home=self.home)
-        return bench_result(proc, "RocketMQ consumer")
+        result = bench_result(proc, "RocketMQ consumer")
+        if result["messages"] < count:
+            raise RuntimeError(f"RocketMQ consumer got {result['messages']:.0f} of {count}")
+        return result
 
     def stop(self) -> None:
         stop_process(self.broker)

@@ -1,6 +1,7 @@
 import java.util.Collection;
 import java.util.List;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
@@ -14,7 +15,16 @@ public final class RocketConsume {
     private RocketConsume() {
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable t) {
+            t.printStackTrace();
+            System.exit(2);
+        }
+    }
+
+    static void run(String[] args) throws Exception {
         String namesrv = args[0];
         String topic = args[1];
         long count = Long.parseLong(args[2]);
@@ -22,12 +32,10 @@ public final class RocketConsume {
         consumer.setNamesrvAddr(namesrv);
         consumer.setAutoCommit(false);
         consumer.setPullBatchSize(256);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.start();
         Collection<MessageQueue> queues = consumer.fetchMessageQueues(topic);
         consumer.assign(queues);
-        for (MessageQueue mq : queues) {
-            consumer.seek(mq, 0);
-        }
         long seen = 0;
         long bytes = 0;
         long t0 = System.nanoTime();

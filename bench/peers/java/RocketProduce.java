@@ -22,7 +22,16 @@ public final class RocketProduce {
     private RocketProduce() {
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable t) {
+            t.printStackTrace();
+            System.exit(2);
+        }
+    }
+
+    static void run(String[] args) throws Exception {
         String namesrv = args[0];
         String topic = args[1];
         final long count = Long.parseLong(args[2]);
@@ -60,16 +69,24 @@ public final class RocketProduce {
                     }
                     MessageQueue mq = queues.get((int) (b % queues.size()));
                     long s = System.nanoTime();
-                    try {
-                        SendResult r = batch == 1
-                            ? producer.send(msgs.iterator().next(), mq)
-                            : producer.send(msgs, mq);
-                        if (r.getSendStatus() != SendStatus.SEND_OK) {
-                            failed.incrementAndGet();
+                    boolean ok = false;
+                    for (int attempt = 0; attempt < 3 && !ok; attempt++) {
+                        try {
+                            SendResult r = batch == 1
+                                ? producer.send(msgs.iterator().next(), mq)
+                                : producer.send(msgs, mq);
+                            ok = r.getSendStatus() == SendStatus.SEND_OK;
+                        } catch (Exception e) {
+                            System.err.println("send failed (attempt " + (attempt + 1) + "): " + e);
+                            try {
+                                Thread.sleep(200);
+                            } catch (InterruptedException ie) {
+                                Thread.currentThread().interrupt();
+                            }
                         }
-                    } catch (Exception e) {
+                    }
+                    if (!ok) {
                         failed.incrementAndGet();
-                        System.err.println("send failed: " + e);
                     }
                     lat[(int) b] = System.nanoTime() - s;
                 }

@@ -114,15 +114,28 @@ public final class StoreBench {
     }
 
     static double rssMb() throws IOException {
+        return statusMb("VmRSS:");
+    }
+
+    static double statusMb(String field) throws IOException {
         for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
+            if (line.startsWith(field)) {
                 return Long.parseLong(line.replaceAll("[^0-9]", "")) / 1024.0;
             }
         }
         return Double.NaN;
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable t) {
+            t.printStackTrace();
+            System.exit(2);
+        }
+    }
+
+    static void run(String[] args) throws Exception {
         String mode = args[0];
         String dir = args[1];
         Map<String, Object> out = new HashMap<>();
@@ -152,6 +165,7 @@ public final class StoreBench {
             long nanos = System.nanoTime() - t0;
             out = BenchJson.throughput(count, count * (long) size, nanos, null);
             out.put("commitlog_bytes", store.getMaxPhyOffset());
+            out.put("peak_rss_mb", statusMb("VmHWM:"));
             store.shutdown();
         } else if (mode.equals("recover")) {
             long t0 = System.nanoTime();
