@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::atomic_file::{read_with_backup, write_atomically};
-use crate::error::{Error, Result};
-use crate::lenient_json::quote_bare_integer_keys;
+use crate::atomic_file::{load_json_config, persist_json_config};
+use crate::error::Result;
 use crate::topic_config::DataVersion;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -35,20 +34,8 @@ impl ConsumerOffsetTable {
 
     pub fn load(root: &Path) -> Result<Self> {
         let path = Self::file_path(root);
-        let file = read_with_backup(&path, |text| {
-            serde_json::from_str(&quote_bare_integer_keys(text)).ok()
-        })?;
-        if file.is_none() && path.exists() {
-            return Err(Error::corrupt(
-                &path,
-                0,
-                "consumerOffset.json and its backup are unreadable",
-            ));
-        }
-        Ok(ConsumerOffsetTable {
-            path,
-            file: file.unwrap_or_default(),
-        })
+        let file = load_json_config(&path)?;
+        Ok(ConsumerOffsetTable { path, file })
     }
 
     pub fn get(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
@@ -78,8 +65,7 @@ impl ConsumerOffsetTable {
     }
 
     pub fn persist(&self) -> Result<()> {
-        let text = serde_json::to_string_pretty(&self.file).expect("offsets serialize");
-        write_atomically(&self.path, text.as_bytes())
+        persist_json_config(&self.path, &self.file)
     }
 }
 

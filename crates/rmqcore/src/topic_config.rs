@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::atomic_file::{read_with_backup, write_atomically};
-use crate::error::{Error, Result};
-use crate::lenient_json::quote_bare_integer_keys;
+use crate::atomic_file::{load_json_config, persist_json_config};
+use crate::error::Result;
 
 /// Read and write permission, RocketMQ's default `perm`.
 pub const PERM_READ_WRITE: i32 = 6;
@@ -101,20 +100,8 @@ impl TopicConfigTable {
 
     pub fn load(root: &Path) -> Result<Self> {
         let path = Self::file_path(root);
-        let file = read_with_backup(&path, |text| {
-            serde_json::from_str(&quote_bare_integer_keys(text)).ok()
-        })?;
-        if file.is_none() && path.exists() {
-            return Err(Error::corrupt(
-                &path,
-                0,
-                "topics.json and its backup are unreadable",
-            ));
-        }
-        Ok(TopicConfigTable {
-            path,
-            file: file.unwrap_or_default(),
-        })
+        let file = load_json_config(&path)?;
+        Ok(TopicConfigTable { path, file })
     }
 
     pub fn get(&self, topic: &str) -> Option<&TopicConfig> {
@@ -154,8 +141,7 @@ impl TopicConfigTable {
     }
 
     pub fn persist(&self) -> Result<()> {
-        let text = serde_json::to_string_pretty(&self.file).expect("topic config serializes");
-        write_atomically(&self.path, text.as_bytes())
+        persist_json_config(&self.path, &self.file)
     }
 }
 
