@@ -301,6 +301,12 @@ def test_rmq_reads_exactly_what_rocketmq_wrote(name: str, tmp_path: Path) -> Non
         for message in dump.index_only:
             actual_one = rmq_fields(store.get_at(message["commitLogOffset"]))
             assert actual_one == rocketmq_fields(message)
+        # Key lookups through RocketMQ's own index files find what RocketMQ's queryMessage
+        # found (rmq also drops hash collisions, which these small fixtures do not have).
+        assert dump.keys, "the fixtures index keys"
+        for (topic, key), offsets in sorted(dump.keys.items()):
+            found = {m.commitlog_offset for m in store.query_by_key(topic, key, max_count=64)}
+            assert found == offsets, f"{topic}#{key}"
 
     assert file_digests(root) == before, "read_only=True changed files"
 
@@ -488,3 +494,53 @@ def test_rocketmq_reads_exactly_what_rmq_wrote(
     missing = {key for key, offsets in dump.keys.items() if not offsets}
     assert not missing, f"RocketMQ {release}'s key index finds nothing for {sorted(missing)[:5]}"
     assert dump.keys == view.keys(), f"RocketMQ {release}'s key index differs from rmq's messages"
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    import rmq.spark
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("rmq-interop-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    rmq.spark.register(session)
+    yield session
+    session.stop()
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_the_spark_source_reads_what_rocketmq_wrote(name: str, tmp_path: Path, spark: Any) -> None:
+    dump = Dump.parse((FIXTURES_DIR / f"{name}.jsonl").read_text(encoding="utf-8"))
+    root = extract_fixture(name, tmp_path)
+    before = file_digests(root)
+    expected = {
+        m["commitLogOffset"]: rocketmq_fields(m)
+        for m in [*(m for ms in dump.by_queue.values() for m in ms), *dump.index_only]
+    }
+    rows = spark.read.format("rmq").load(str(root)).collect()
+    assert {row["commitlog_offset"] for row in rows} == set(expected)
+    for row in rows:
+        want = expected[row["commitlog_offset"]]
+        got = {
+            "topic": row["topic"],
+            "queue_id": row["queue_id"],
+            "queue_offset": row["queue_offset"],
+            "body": bytes(row["body"]),
+            "tags": row["tags"],
+            "keys": list(row["keys"]),
+            "properties": dict(row["properties"]),
+            "born_host": row["born_host"],
+            "store_host": row["store_host"],
+            "flag": row["flag"],
+            "sys_flag": row["sys_flag"],
+        }
+        assert got == {k: want[k] for k in got}, row["commitlog_offset"]
+        assert row["body_crc_ok"] is True
+    assert file_digests(root) == before, "the Spark source changed files"
