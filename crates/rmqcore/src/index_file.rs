@@ -33,10 +33,11 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
 
+use crate::disk_reservation::ReservedPrefix;
 use crate::error::{Error, IoContext, Result};
 
 pub const HEADER_SIZE: usize = 40;
@@ -197,8 +198,8 @@ pub struct IndexFile {
     file: File,
     /// Written since the last flush.
     dirty: AtomicBool,
-    /// Bytes from the start reserved on disk for writes (`reserve_next_entry`).
-    reserved_to: AtomicUsize,
+    /// Disk blocks reserved ahead of entry writes (`reserve_next_entry`).
+    reserved: ReservedPrefix,
 }
 
 impl std::fmt::Debug for IndexFile {
@@ -209,6 +210,9 @@ impl std::fmt::Debug for IndexFile {
             .finish()
     }
 }
+
+/// Entry bytes are reserved on disk this far ahead of the writer.
+const ENTRY_RESERVATION_CHUNK: usize = 64 * 1024;
 
 impl IndexFile {
     /// Create a new (sparse, zero) file. As RocketMQ does, the header starts with the
@@ -228,7 +232,7 @@ impl IndexFile {
         file.set_len(geometry.file_size()).at(path)?;
         // The header and slot table are written at random places: reserve them now, so a
         // full disk fails here rather than with SIGBUS on a write through the mapping.
-        crate::segment::allocate_range(&file, 0, geometry.entry_position(0)).at(path)?;
+        crate::disk_reservation::allocate_range(&file, 0, geometry.entry_position(0)).at(path)?;
         let map = MmapOptions::new()
             .len(map_length(path, geometry)?)
             .map_raw(&file)
@@ -240,7 +244,7 @@ impl IndexFile {
             map,
             file,
             dirty: AtomicBool::new(true),
-            reserved_to: AtomicUsize::new(0),
+            reserved: ReservedPrefix::new(ENTRY_RESERVATION_CHUNK),
         };
         if let Some((end_phy_offset, end_timestamp)) = previous_end {
             if end_phy_offset > 0 {
@@ -291,7 +295,7 @@ impl IndexFile {
             map,
             file,
             dirty: AtomicBool::new(false),
-            reserved_to: AtomicUsize::new(0),
+            reserved: ReservedPrefix::new(ENTRY_RESERVATION_CHUNK),
         })
     }
 
@@ -413,22 +417,15 @@ impl IndexFile {
     /// Reserve disk blocks for the next entry (and a chunk after it) before `put_key`
     /// writes it through the mapping.
     pub fn reserve_next_entry(&self) -> Result<()> {
-        const CHUNK: usize = 64 * 1024;
         let end = self.geometry.entry_position(self.index_count()) + ENTRY_SIZE;
-        if self.reserved_to.load(Ordering::Acquire) >= end {
-            return Ok(());
-        }
-        let to = end
-            .div_ceil(CHUNK)
-            .saturating_mul(CHUNK)
-            .min(self.geometry.file_size() as usize);
-        let from = self
-            .reserved_to
-            .load(Ordering::Acquire)
-            .max(self.geometry.entry_position(0));
-        crate::segment::allocate_range(&self.file, from, to - from).at(&self.path)?;
-        self.reserved_to.store(to, Ordering::Release);
-        Ok(())
+        let floor = self.geometry.entry_position(0);
+        self.reserved.ensure(
+            &self.file,
+            &self.path,
+            floor,
+            end,
+            self.geometry.file_size() as usize,
+        )
     }
 
     /// Add one key (format §3.4 "putKey", in the same order of effects). Returns false,

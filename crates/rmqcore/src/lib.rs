@@ -12,6 +12,7 @@ pub mod consume_queue;
 pub mod consume_queue_table;
 pub mod consumer_offsets;
 pub mod crc_property;
+pub mod disk_reservation;
 pub mod disk_usage;
 pub mod dispatch;
 pub mod error;

@@ -9,41 +9,15 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use memmap2::{MmapOptions, MmapRaw};
 
+use crate::disk_reservation::ReservedPrefix;
 use crate::error::{Error, IoContext, Result};
 
 pub const SEGMENT_NAME_DIGITS: usize = 20;
 
 pub fn segment_file_name(start_offset: u64) -> String {
     format!("{start_offset:0width$}", width = SEGMENT_NAME_DIGITS)
-}
-
-/// Reserve disk blocks for `[offset, offset + length)` of a file without changing its
-/// size. Filesystems that cannot do it (EOPNOTSUPP) are left as they are.
-pub fn allocate_range(file: &File, offset: usize, length: usize) -> std::io::Result<()> {
-    if length == 0 {
-        return Ok(());
-    }
-    // SAFETY: plain syscall on a descriptor the caller owns.
-    let status = unsafe {
-        libc::fallocate(
-            std::os::fd::AsRawFd::as_raw_fd(file),
-            0,
-            offset as libc::off_t,
-            length as libc::off_t,
-        )
-    };
-    if status == 0 {
-        return Ok(());
-    }
-    let error = std::io::Error::last_os_error();
-    if error.raw_os_error() == Some(libc::EOPNOTSUPP) {
-        return Ok(());
-    }
-    Err(error)
 }
 
 /// The start offset a segment's name encodes, if the name is one.
@@ -60,9 +34,8 @@ pub struct Segment {
     writable: bool,
     map: MmapRaw,
     file: File,
-    /// Bytes from the start already reserved on disk (see `ensure_allocated`).
-    allocated: AtomicUsize,
-    allocation_chunk: usize,
+    /// Disk blocks reserved ahead of the writer (see `ensure_allocated`).
+    reserved: ReservedPrefix,
 }
 
 impl std::fmt::Debug for Segment {
@@ -103,8 +76,7 @@ impl Segment {
             writable: true,
             map,
             file,
-            allocated: AtomicUsize::new(0),
-            allocation_chunk,
+            reserved: ReservedPrefix::new(allocation_chunk),
         })
     }
 
@@ -136,34 +108,22 @@ impl Segment {
             writable,
             map,
             file,
-            allocated: AtomicUsize::new(0),
-            allocation_chunk: 0,
+            reserved: ReservedPrefix::new(0),
         })
     }
 
     /// Reserve disk blocks `chunk` bytes at a time ahead of writes (see
     /// `ensure_allocated`); 0 never reserves.
     pub fn with_allocation_chunk(mut self, chunk: usize) -> Self {
-        self.allocation_chunk = if self.writable { chunk } else { 0 };
+        self.reserved = ReservedPrefix::new(if self.writable { chunk } else { 0 });
         self
     }
 
     /// Reserve disk blocks for bytes below `end` before the writer touches them through
-    /// the mapping: a full disk then fails with ENOSPC here, instead of killing the
-    /// process with SIGBUS on a write to a page that cannot be allocated. Blocks are
-    /// reserved a chunk at a time so a sparse file costs about what it holds.
+    /// the mapping (see `disk_reservation.rs`).
     pub fn ensure_allocated(&self, end: usize) -> Result<()> {
-        if self.allocation_chunk == 0 || end <= self.allocated.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let from = self.allocated.load(Ordering::Acquire);
-        let to = end
-            .div_ceil(self.allocation_chunk)
-            .saturating_mul(self.allocation_chunk)
-            .min(self.size);
-        allocate_range(&self.file, from, to - from).at(&self.path)?;
-        self.allocated.store(to, Ordering::Release);
-        Ok(())
+        self.reserved
+            .ensure(&self.file, &self.path, 0, end, self.size)
     }
 
     pub fn path(&self) -> &Path {
