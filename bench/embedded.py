@@ -41,6 +41,8 @@ class Embedded(Protocol):
 
 
 def _value(wl: Workload, i: int) -> bytes:
+    if wl.plain:
+        return wl.body(i)
     return b"".join((wl.tag(i).encode(), b"\0", wl.keys[i].encode(), b"\0", wl.body(i)))
 
 
@@ -58,6 +60,15 @@ class RmqSystem:
         import rmq
 
         store = self.store
+        if wl.plain:
+            if batch <= 1:
+                for i in range(wl.count):
+                    store.put(TOPIC, wl.body(i))
+                return
+            for start in range(0, wl.count, batch):
+                end = min(wl.count, start + batch)
+                store.put_batch(TOPIC, 0, [wl.body(i) for i in range(start, end)])
+            return
         if batch <= 1:
             put = store.put
             for i in range(wl.count):
@@ -108,7 +119,9 @@ class MmapLimit:
     """Sequential copies of pre-built bytes into a mapped file: what the machine can do."""
 
     def __init__(self, path: Path, wl: Workload) -> None:
-        self.record, self.record_source = rmq_record_size(wl.body_size, str(path / "probe"))
+        self.record, self.record_source = rmq_record_size(
+            wl.body_size, str(path / "probe"), plain=wl.plain
+        )
         self.size = self.record * wl.count
         self.path = path / "limit.bin"
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -187,11 +200,13 @@ class RocksSystem:
     def write(self, wl: Workload, batch: int) -> None:
         db = self.db
         pack = _OFF.pack
+        plain = wl.plain
         if batch <= 1:
             for i in range(wl.count):
                 off = pack(i)
                 db.put(b"m" + off, _value(wl, i))
-                db.put(b"k" + wl.keys[i].encode(), off)
+                if not plain:
+                    db.put(b"k" + wl.keys[i].encode(), off)
             return
         wb_cls = self._batch_cls
         for start in range(0, wl.count, batch):
@@ -199,7 +214,8 @@ class RocksSystem:
             for i in range(start, min(wl.count, start + batch)):
                 off = pack(i)
                 wb.put(b"m" + off, _value(wl, i))
-                wb.put(b"k" + wl.keys[i].encode(), off)
+                if not plain:
+                    wb.put(b"k" + wl.keys[i].encode(), off)
             db.write(wb)
 
     def read_all(self, wl: Workload) -> int:
@@ -253,12 +269,14 @@ class LmdbSystem:
         env = self.env
         pack = _OFF.pack
         msgs, keys = self.msgs, self.keys
+        plain = wl.plain
         if batch <= 1:
             for i in range(wl.count):
                 off = pack(i)
                 with env.begin(write=True) as txn:
                     txn.put(off, _value(wl, i), db=msgs, append=True)
-                    txn.put(wl.keys[i].encode(), off, db=keys)
+                    if not plain:
+                        txn.put(wl.keys[i].encode(), off, db=keys)
             return
         for start in range(0, wl.count, batch):
             end = min(wl.count, start + batch)
@@ -266,9 +284,10 @@ class LmdbSystem:
                 txn.cursor(db=msgs).putmulti(
                     [(pack(i), _value(wl, i)) for i in range(start, end)], append=True
                 )
-                txn.cursor(db=keys).putmulti(
-                    [(wl.keys[i].encode(), pack(i)) for i in range(start, end)]
-                )
+                if not plain:
+                    txn.cursor(db=keys).putmulti(
+                        [(wl.keys[i].encode(), pack(i)) for i in range(start, end)]
+                    )
 
     def read_all(self, wl: Workload) -> int:
         seen = 0
@@ -313,14 +332,23 @@ class SqliteSystem:
     def write(self, wl: Workload, batch: int) -> None:
         db = self.db
         sql = "INSERT INTO msg VALUES (?, ?, ?, ?)"
+        plain = wl.plain
         if batch <= 1:
             for i in range(wl.count):
-                db.execute(sql, (i, wl.tag(i), wl.keys[i], wl.body(i)))
+                if plain:
+                    db.execute(sql, (i, None, None, wl.body(i)))
+                else:
+                    db.execute(sql, (i, wl.tag(i), wl.keys[i], wl.body(i)))
             return
         for start in range(0, wl.count, batch):
             end = min(wl.count, start + batch)
             db.execute("BEGIN")
-            db.executemany(sql, [(i, wl.tag(i), wl.keys[i], wl.body(i)) for i in range(start, end)])
+            if plain:
+                db.executemany(sql, [(i, None, None, wl.body(i)) for i in range(start, end)])
+            else:
+                db.executemany(
+                    sql, [(i, wl.tag(i), wl.keys[i], wl.body(i)) for i in range(start, end)]
+                )
             db.execute("COMMIT")
 
     def read_all(self, wl: Workload) -> int:

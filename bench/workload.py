@@ -26,6 +26,8 @@ class Workload:
     body_size: int
     bodies: list[bytes]
     keys: list[str]
+    # Bodies only: no tag and no key, so nothing but the message itself is stored.
+    plain: bool = False
 
     def body(self, i: int) -> bytes:
         return self.bodies[i % len(self.bodies)]
@@ -38,26 +40,32 @@ class Workload:
         return self.count * self.body_size
 
 
-def make(count: int, body_size: int, seed: int = 8) -> Workload:
+def make(count: int, body_size: int, seed: int = 8, *, plain: bool = False) -> Workload:
     rng = random.Random(seed * 1_000_003 + body_size)
     bodies = [rng.randbytes(body_size) for _ in range(min(POOL, max(1, count)))]
-    keys = [f"order-{i:09d}" for i in range(count)]
-    return Workload(count=count, body_size=body_size, bodies=bodies, keys=keys)
+    keys = [] if plain else [f"order-{i:09d}" for i in range(count)]
+    return Workload(count=count, body_size=body_size, bodies=bodies, keys=keys, plain=plain)
 
 
-def estimated_record_size(body_size: int, key: str = "order-000000000") -> int:
+def estimated_record_size(
+    body_size: int, key: str = "order-000000000", *, plain: bool = False
+) -> int:
     """The length rmq's commit-log record would have (fallback when rmq is not built)."""
-    props = f"TAGS\x01{TAGS[0]}\x02KEYS\x01{key}\x02UNIQ_KEY\x01{'0' * 32}\x02"
+    crc = "__CRC32#\x01" + "0" * 10 + "\x02"
+    props = crc if plain else f"TAGS\x01{TAGS[0]}\x02KEYS\x01{key}\x02{crc}"
     return V1_FIXED + body_size + len(TOPIC) + len(props.encode())
 
 
-def rmq_record_size(body_size: int, workdir: str) -> tuple[int, str]:
+def rmq_record_size(body_size: int, workdir: str, *, plain: bool = False) -> tuple[int, str]:
     """rmq's real record size for this workload, asked of a scratch store if rmq imports."""
     try:
         import rmq
 
         with rmq.Store(workdir, commitlog_segment_size=1 << 22) as store:
-            res = store.put(TOPIC, b"x" * body_size, tags=TAGS[0], keys="order-000000000")
+            if plain:
+                res = store.put(TOPIC, b"x" * body_size)
+            else:
+                res = store.put(TOPIC, b"x" * body_size, tags=TAGS[0], keys="order-000000000")
             return int(res.store_size), "measured"
     except Exception:
-        return estimated_record_size(body_size), "estimated"
+        return estimated_record_size(body_size, plain=plain), "estimated"

@@ -226,6 +226,7 @@ class Store:
         delete_interval_ms: int = 100,
         retention_check_interval_ms: int = 10000,
         append_record_crc: bool = True,
+        warm_ahead_bytes: int = 8388608,
     ) -> Store:
         """Open or create the store at ``path`` and recover it.
 
@@ -234,6 +235,8 @@ class Store:
         ``flush_disk_type="SYNC_FLUSH"`` makes ``put`` return only once durable.
         ``index_slot_count`` and ``index_entry_count`` size new index files (RocketMQ's
         ``maxHashSlotNum`` and ``maxIndexNum``); existing files keep their size.
+        ``warm_ahead_bytes`` of the commit log ahead of the writer are faulted in by a
+        background thread so that puts rarely wait for the kernel (0 turns it off).
         """
     @property
     def path(self) -> str: ...

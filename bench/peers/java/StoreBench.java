@@ -29,7 +29,8 @@ import org.apache.rocketmq.store.stats.BrokerStatsManager;
  * jar), driven in-process, for rmq's benchmarks.
  *
  * <pre>
- * StoreBench append  DIR COUNT BODY_SIZE BATCH      time putMessage / putMessages
+ * StoreBench append  DIR COUNT BODY_SIZE BATCH [plain]  time putMessage / putMessages
+ *                                                   (plain: bodies only, no tag or key)
  * StoreBench recover DIR                            time load + start until queue 0 serves
  * StoreBench fill    DIR QUEUES                     one message into each of QUEUES queues
  * StoreBench open    DIR QUEUES                     start time, then files, maps, RSS
@@ -63,14 +64,20 @@ public final class StoreBench {
     }
 
     static MessageExtBrokerInner inner(int queueId, long i, byte[] body) {
+        return inner(queueId, i, body, false);
+    }
+
+    static MessageExtBrokerInner inner(int queueId, long i, byte[] body, boolean plain) {
         MessageExtBrokerInner m = new MessageExtBrokerInner();
         m.setTopic(TOPIC);
         m.setQueueId(queueId);
         m.setBody(body);
-        String tag = TAGS[(int) (i & 3)];
-        m.setTags(tag);
-        m.setKeys(String.format("order-%09d", i));
-        m.setTagsCode(MessageExtBrokerInner.tagsString2tagsCode(tag));
+        if (!plain) {
+            String tag = TAGS[(int) (i & 3)];
+            m.setTags(tag);
+            m.setKeys(String.format("order-%09d", i));
+            m.setTagsCode(MessageExtBrokerInner.tagsString2tagsCode(tag));
+        }
         m.setPropertiesString(MessageDecoder.messageProperties2String(m.getProperties()));
         m.setBornTimestamp(System.currentTimeMillis());
         m.setBornHost(HOST);
@@ -78,10 +85,12 @@ public final class StoreBench {
         return m;
     }
 
-    static MessageExtBatch batch(long first, long last, byte[] body) {
+    static MessageExtBatch batch(long first, long last, byte[] body, boolean plain) {
         List<Message> msgs = new ArrayList<>();
         for (long i = first; i < last; i++) {
-            Message m = new Message(TOPIC, TAGS[(int) (i & 3)], String.format("order-%09d", i), body);
+            Message m = plain
+                ? new Message(TOPIC, body)
+                : new Message(TOPIC, TAGS[(int) (i & 3)], String.format("order-%09d", i), body);
             msgs.add(m);
         }
         MessageExtBatch b = new MessageExtBatch();
@@ -143,20 +152,21 @@ public final class StoreBench {
             long count = Long.parseLong(args[2]);
             int size = Integer.parseInt(args[3]);
             int batchSize = Integer.parseInt(args[4]);
+            boolean plain = args.length > 5 && args[5].equals("plain");
             byte[] body = new byte[size];
             new Random(8).nextBytes(body);
             DefaultMessageStore store = open(dir);
             long t0 = System.nanoTime();
             if (batchSize <= 1) {
                 for (long i = 0; i < count; i++) {
-                    PutMessageResult r = store.putMessage(inner(0, i, body));
+                    PutMessageResult r = store.putMessage(inner(0, i, body, plain));
                     if (!r.isOk()) {
                         throw new IllegalStateException("putMessage: " + r.getPutMessageStatus());
                     }
                 }
             } else {
                 for (long first = 0; first < count; first += batchSize) {
-                    PutMessageResult r = store.putMessages(batch(first, Math.min(count, first + batchSize), body));
+                    PutMessageResult r = store.putMessages(batch(first, Math.min(count, first + batchSize), body, plain));
                     if (!r.isOk()) {
                         throw new IllegalStateException("putMessages: " + r.getPutMessageStatus());
                     }

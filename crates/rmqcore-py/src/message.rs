@@ -1,7 +1,7 @@
 //! `rmq.Message` and `rmq.PutResult`.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rmqcore::{PutResult, StoredMessage};
 
 use crate::errors::invalid;
@@ -46,15 +46,24 @@ pub fn extract_keys(py: Python<'_>, keys: Option<&Bound<'_, PyAny>>) -> PyResult
     let Some(keys) = keys.filter(|keys| !keys.is_none()) else {
         return Ok(Vec::new());
     };
-    if let Ok(text) = keys.extract::<String>() {
+    let not_strings = || invalid(py, "keys", "must be a string or a sequence of strings");
+    // Type checks first: a failed `extract` builds an exception, which costs more than
+    // the rest of constructing a message.
+    if let Ok(text) = keys.cast::<PyString>() {
         return Ok(text
+            .to_str()?
             .split(' ')
             .filter(|key| !key.is_empty())
             .map(str::to_owned)
             .collect());
     }
-    keys.extract::<Vec<String>>()
-        .map_err(|_| invalid(py, "keys", "must be a string or a sequence of strings"))
+    if let Ok(list) = keys.cast::<PyList>() {
+        return list
+            .iter()
+            .map(|key| key.extract::<String>().map_err(|_| not_strings()))
+            .collect();
+    }
+    keys.extract::<Vec<String>>().map_err(|_| not_strings())
 }
 
 pub fn extract_properties(
@@ -179,36 +188,49 @@ impl PyMessage {
 
 #[pyclass(name = "PutResult", module = "rmq._rmqcore", frozen)]
 pub struct PyPutResult {
-    #[pyo3(get)]
-    msg_id: String,
-    #[pyo3(get)]
-    commitlog_offset: i64,
-    #[pyo3(get)]
-    queue_offset: i64,
-    #[pyo3(get)]
-    store_timestamp: i64,
-    #[pyo3(get)]
-    store_size: i32,
+    result: PutResult,
 }
 
 impl From<PutResult> for PyPutResult {
     fn from(result: PutResult) -> Self {
-        PyPutResult {
-            msg_id: result.msg_id,
-            commitlog_offset: result.commitlog_offset,
-            queue_offset: result.queue_offset,
-            store_timestamp: result.store_timestamp,
-            store_size: result.store_size,
-        }
+        PyPutResult { result }
     }
 }
 
 #[pymethods]
 impl PyPutResult {
+    #[getter]
+    fn msg_id(&self) -> String {
+        self.result.msg_id()
+    }
+
+    #[getter]
+    fn commitlog_offset(&self) -> i64 {
+        self.result.commitlog_offset
+    }
+
+    #[getter]
+    fn queue_offset(&self) -> i64 {
+        self.result.queue_offset
+    }
+
+    #[getter]
+    fn store_timestamp(&self) -> i64 {
+        self.result.store_timestamp
+    }
+
+    #[getter]
+    fn store_size(&self) -> i32 {
+        self.result.store_size
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "PutResult(msg_id={:?}, commitlog_offset={}, queue_offset={}, store_timestamp={})",
-            self.msg_id, self.commitlog_offset, self.queue_offset, self.store_timestamp
+            self.result.msg_id(),
+            self.result.commitlog_offset,
+            self.result.queue_offset,
+            self.result.store_timestamp
         )
     }
 }

@@ -88,6 +88,7 @@ impl PyStore {
         delete_interval_ms = 100,
         retention_check_interval_ms = 10_000,
         append_record_crc = true,
+        warm_ahead_bytes = 8_388_608,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -118,6 +119,7 @@ impl PyStore {
         delete_interval_ms: i64,
         retention_check_interval_ms: i64,
         append_record_crc: bool,
+        warm_ahead_bytes: i64,
     ) -> PyResult<Self> {
         let retention = RetentionOptions {
             file_reserved_time_ms: usize_option(py, "file_reserved_time_ms", file_reserved_time_ms)?
@@ -169,6 +171,7 @@ impl PyStore {
             index_entry_count: usize_option(py, "index_entry_count", index_entry_count)?,
             retention,
             append_record_crc,
+            warm_ahead_bytes: usize_option(py, "warm_ahead_bytes", warm_ahead_bytes)?,
         };
         let display = path.display().to_string();
         let store = without_gil(py, || Store::open(&path, options))?;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::page_warmer::PageWarmer;
 use crate::record::{
     decode_record, encode_blank, encode_record, record_length, DecodeError, Decoded, Placement,
     RecordInput, RecordView, END_FILE_MIN_BLANK_LENGTH,
@@ -24,7 +25,31 @@ const COMMIT_LOG_ALLOCATION_CHUNK: usize = 1 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {
     pub physical_offset: u64,
+    /// Position of the record in the batch's segment.
+    pub position: usize,
     pub size: usize,
+}
+
+/// The records of one `append`, which always land in one segment.
+#[derive(Debug)]
+pub struct AppendedBatch {
+    segment: Arc<Segment>,
+    pub records: Vec<Appended>,
+}
+
+impl AppendedBatch {
+    /// The record as written, decoded for dispatch; the writer just encoded these bytes,
+    /// so they are not validated again.
+    pub fn view(&self, record: &Appended) -> Result<RecordView<'_>> {
+        match decode_record(self.segment.bytes(record.position, record.size), false) {
+            Ok(Decoded::Record(view)) => Ok(view),
+            _ => Err(Error::corrupt(
+                self.segment.path(),
+                record.position as u64,
+                "a record just appended does not decode",
+            )),
+        }
+    }
 }
 
 /// A record held in place: the segment stays mapped while this lives.
@@ -72,6 +97,8 @@ pub enum ScanEnd {
 pub struct CommitLog {
     segments: SegmentQueue,
     write_offset: AtomicU64,
+    /// Set once the store starts writing (`start_warming`); absent for readers.
+    warmer: std::sync::OnceLock<PageWarmer>,
 }
 
 impl CommitLog {
@@ -84,7 +111,23 @@ impl CommitLog {
         Ok(CommitLog {
             segments,
             write_offset: AtomicU64::new(start),
+            warmer: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Keep `window` bytes ahead of the writer faulted in from now on (`page_warmer.rs`);
+    /// 0 leaves every page to the writer's own first touch.
+    pub fn start_warming(&self, window: usize) -> Result<()> {
+        if window > 0 && self.warmer.get().is_none() {
+            let _ = self.warmer.set(PageWarmer::start(window)?);
+        }
+        Ok(())
+    }
+
+    pub fn stop_warming(&self) {
+        if let Some(warmer) = self.warmer.get() {
+            warmer.stop();
+        }
     }
 
     pub fn segments(&self) -> &SegmentQueue {
@@ -123,7 +166,7 @@ impl CommitLog {
         inputs: &[RecordInput<'_>],
         first_queue_offset: i64,
         store_timestamp: i64,
-    ) -> Result<Vec<Appended>> {
+    ) -> Result<AppendedBatch> {
         let lengths: Vec<usize> = inputs.iter().map(record_length).collect();
         let total: usize = lengths.iter().sum();
         if total > self.max_record_length() {
@@ -166,13 +209,20 @@ impl CommitLog {
             );
             appended.push(Appended {
                 physical_offset: offset,
+                position,
                 size: *length,
             });
             position += length;
             offset += *length as u64;
         }
         self.set_write_offset(offset);
-        Ok(appended)
+        if let Some(warmer) = self.warmer.get() {
+            warmer.written_to(&segment, position);
+        }
+        Ok(AppendedBatch {
+            segment,
+            records: appended,
+        })
     }
 
     fn segment_for_append(&self, offset: u64) -> Result<Arc<Segment>> {

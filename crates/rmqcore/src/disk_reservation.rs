@@ -3,8 +3,9 @@
 //! fallocate) turns that into an ENOSPC error the caller can report. Blocks are reserved a
 //! chunk at a time so a sparse file costs about what it holds.
 //!
-//! Thread safety: one writer calls `ensure`; the reserved mark is atomic only so the
-//! owning type stays `Sync`.
+//! Thread safety: the writer and the page warmer may both call `ensure`. A race costs at
+//! most a second fallocate of a range that is already reserved (a no-op), and the mark
+//! only ever grows.
 
 use std::fs::File;
 use std::path::Path;
@@ -50,7 +51,7 @@ impl ReservedPrefix {
         if to > from {
             allocate_range(file, from, to - from).at(path)?;
         }
-        self.reserved_to.store(to, Ordering::Release);
+        self.reserved_to.fetch_max(to, Ordering::AcqRel);
         Ok(())
     }
 }

@@ -2,7 +2,7 @@
 //! RocketMQ's reput service does. The append path and recovery both go through here, so
 //! derived files can always be rebuilt from the log.
 
-use crate::consume_queue::CqEntry;
+use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::consume_queue_table::ConsumeQueueTable;
 use crate::error::{Error, Result};
 use crate::java_hash::java_string_hash;
@@ -34,8 +34,16 @@ pub fn dispatch_to_consume_queue(
     if !view.is_dispatched_to_consume_queue() {
         return Ok(Dispatched::NotQueued);
     }
-    let topic = view.topic_str();
-    let queue = queues.get_or_create(&topic, view.queue_id)?;
+    let queue = queues.get_or_create(&view.topic_str(), view.queue_id)?;
+    dispatch_to_queue(&queue, view)
+}
+
+/// Dispatch to `queue`, which the caller looked up for the record's topic and queue id
+/// (the append path does so once per batch).
+pub fn dispatch_to_queue(queue: &ConsumeQueue, view: &RecordView<'_>) -> Result<Dispatched> {
+    if !view.is_dispatched_to_consume_queue() {
+        return Ok(Dispatched::NotQueued);
+    }
     let max = queue.max_offset();
     if view.queue_offset < max {
         return Ok(Dispatched::AlreadyPresent);
@@ -45,8 +53,11 @@ pub fn dispatch_to_consume_queue(
             queue.dir(),
             0,
             format!(
-                "record at commit-log offset {} has queue offset {} but queue {topic}/{} ends at {max}",
-                view.physical_offset, view.queue_offset, view.queue_id
+                "record at commit-log offset {} has queue offset {} but queue {}/{} ends at {max}",
+                view.physical_offset,
+                view.queue_offset,
+                view.topic_str(),
+                view.queue_id
             ),
         ));
     }

@@ -28,6 +28,7 @@ pub mod lookup;
 pub mod message;
 pub mod msg_id;
 pub mod options;
+pub mod page_warmer;
 pub mod properties;
 pub mod record;
 pub mod recovery;

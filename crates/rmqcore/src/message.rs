@@ -187,9 +187,18 @@ impl StoredMessage {
 /// Where `put` stored a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PutResult {
-    pub msg_id: String,
+    /// The host in the message id (the store's address).
+    pub store_host: SocketAddr,
     pub commitlog_offset: i64,
     pub queue_offset: i64,
     pub store_timestamp: i64,
     pub store_size: i32,
+}
+
+impl PutResult {
+    /// RocketMQ's offset message id (format §1.7), formed on demand: most callers of a
+    /// batch put never look at it.
+    pub fn msg_id(&self) -> String {
+        create_msg_id(&self.store_host, self.commitlog_offset)
+    }
 }

@@ -49,6 +49,9 @@ pub struct StoreOptions {
     /// Append RocketMQ 5.2's whole-record CRC property (format §1.5) to every record,
     /// so damage to header fields and properties is detected, not only to bodies.
     pub append_record_crc: bool,
+    /// Bytes of the commit log ahead of the writer whose pages a background thread
+    /// faults in before the writer gets there (`page_warmer.rs`); 0 turns it off.
+    pub warm_ahead_bytes: usize,
 }
 
 /// Expiry and disk guarding (format §5.5); defaults are RocketMQ's.
@@ -163,6 +166,7 @@ impl Default for StoreOptions {
             index_entry_count: 20_000_000,
             retention: RetentionOptions::default(),
             append_record_crc: true,
+            warm_ahead_bytes: 8 << 20,
         }
     }
 }

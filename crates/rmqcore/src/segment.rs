@@ -186,6 +186,39 @@ impl Segment {
         unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(position), length) }
     }
 
+    /// Fault in the pages of `[position, position + length)` as the writer's first write
+    /// would, without changing a byte (see `page_warmer.rs`). The caller reserved their
+    /// disk blocks first. EINVAL means the kernel cannot do it (before Linux 5.14).
+    pub fn populate_for_write(&self, position: usize, length: usize) -> std::io::Result<()> {
+        const PAGE: usize = 4096;
+        if !self.writable || length == 0 {
+            return Ok(());
+        }
+        let start = position / PAGE * PAGE;
+        let end = position
+            .saturating_add(length)
+            .div_ceil(PAGE)
+            .saturating_mul(PAGE)
+            .min(self.size);
+        if start >= end {
+            return Ok(());
+        }
+        // SAFETY: the range lies inside the mapping, which `self` keeps alive; populating
+        // maps pages but neither reads nor writes their bytes.
+        let status = unsafe {
+            libc::madvise(
+                self.map.as_mut_ptr().add(start).cast(),
+                end - start,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
     /// msync the byte range so it is durable.
     pub fn flush_range(&self, position: usize, length: usize) -> Result<()> {
         if length == 0 || !self.writable {

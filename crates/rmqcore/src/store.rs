@@ -18,13 +18,12 @@ use crate::commit_log::CommitLog;
 use crate::consume_queue_table::ConsumeQueueTable;
 use crate::consumer_offsets::ConsumerOffsetTable;
 use crate::disk_usage::{DiskGuard, DiskUsage};
-use crate::dispatch::dispatch_to_consume_queue;
+use crate::dispatch::{dispatch_to_consume_queue, dispatch_to_queue};
 use crate::error::{Error, IoContext, Result};
 use crate::flush_service::FlushService;
 use crate::index_file::IndexGeometry;
 use crate::index_service::IndexService;
 use crate::message::{MessageDraft, PutResult, StoredMessage};
-use crate::msg_id::create_msg_id;
 use crate::options::{FlushMode, StoreOptions, MAX_QUEUE_ID};
 use crate::record::RecordInput;
 use crate::recovery::{recover, RecoveryReport};
@@ -172,6 +171,9 @@ impl Store {
             // The recovered state is the new baseline: make it durable before accepting
             // writes so that the next recovery starts from here.
             inner.checkpoint()?;
+            inner
+                .commit_log
+                .start_warming(inner.options.warm_ahead_bytes)?;
         }
         let flush_thread = if writable {
             let background = Arc::clone(&inner);
@@ -336,10 +338,12 @@ impl Store {
                 .commit_log
                 .append(&inputs, first_queue_offset, store_timestamp)
                 .map_err(|error| self.inner.explain_disk_full(error))?;
-            let dispatched = appended.iter().try_for_each(|placed| {
-                let record = self.inner.commit_log.read(placed.physical_offset, false)?;
-                dispatch_to_consume_queue(&self.inner.queues, &record.view())?;
-                self.inner.index.dispatch(&record.view())
+            // Queue and index entries come from the record bytes as written, as in
+            // recovery, so the derived files always agree with the log.
+            let dispatched = appended.records.iter().try_for_each(|placed| {
+                let view = appended.view(placed)?;
+                dispatch_to_queue(&queue, &view)?;
+                self.inner.index.dispatch(&view)
             });
             if let Err(error) = dispatched {
                 // All or nothing: a batch whose queue or index entries cannot be written
@@ -350,10 +354,10 @@ impl Store {
                 self.inner.commit_log.roll_back(log_end_before)?;
                 return Err(self.inner.explain_disk_full(error));
             }
-            let mut results = Vec::with_capacity(appended.len());
-            for (index, placed) in appended.iter().enumerate() {
+            let mut results = Vec::with_capacity(appended.records.len());
+            for (index, placed) in appended.records.iter().enumerate() {
                 results.push(PutResult {
-                    msg_id: create_msg_id(&options.store_host, placed.physical_offset as i64),
+                    store_host: options.store_host,
                     commitlog_offset: placed.physical_offset as i64,
                     queue_offset: first_queue_offset + index as i64,
                     store_timestamp,
@@ -790,6 +794,7 @@ impl Store {
             return Ok(());
         }
         self.inner.flush.stop();
+        self.inner.commit_log.stop_warming();
         *self.inner.background_stop.0.lock().expect("stop lock") = true;
         self.inner.background_stop.1.notify_all();
         if let Some(thread) = self

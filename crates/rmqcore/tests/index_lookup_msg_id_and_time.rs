@@ -23,17 +23,17 @@ fn msg_ids_round_trip_and_wrong_ids_are_not_found() {
         })
         .collect();
     for (n, result) in results.iter().enumerate() {
-        let message = store.get_by_msg_id(&result.msg_id).unwrap();
+        let message = store.get_by_msg_id(&result.msg_id()).unwrap();
         assert_eq!(
             (message.commitlog_offset, message.body.clone()),
             (result.commitlog_offset, vec![n as u8; 9])
         );
         assert_eq!(
             store
-                .get_by_msg_id(&result.msg_id.to_lowercase())
+                .get_by_msg_id(&result.msg_id().to_lowercase())
                 .unwrap()
                 .msg_id,
-            result.msg_id
+            result.msg_id()
         );
     }
     let host = store.options().store_host;
@@ -49,7 +49,7 @@ fn msg_ids_round_trip_and_wrong_ids_are_not_found() {
             "{id}"
         );
     }
-    for id in ["", "XYZ", "0A", &results[0].msg_id[..30]] {
+    for id in ["", "XYZ", "0A", &results[0].msg_id()[..30]] {
         assert!(
             matches!(store.get_by_msg_id(id), Err(Error::InvalidArgument { .. })),
             "{id:?}"
