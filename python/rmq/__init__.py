@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rmq import errors
 from rmq._rmqcore import (
     DiskUsage,
+    EncodedPull,
     Message,
     PullResult,
     PutResult,
@@ -38,6 +39,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Client",
     "DiskUsage",
+    "EncodedPull",
     "Message",
     "PullResult",
     "PutResult",

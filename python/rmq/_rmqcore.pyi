@@ -14,6 +14,7 @@ __all__ = [
     "ColumnBuffer",
     "DecodedBatch",
     "DiskUsage",
+    "EncodedPull",
     "Message",
     "PullResult",
     "PutResult",
@@ -108,6 +109,23 @@ class PullResult:
     @property
     def next_offset(self) -> int:
         """Queue offset after the last entry examined (tag-filtered ones included)."""
+    @property
+    def min_offset(self) -> int: ...
+    @property
+    def max_offset(self) -> int: ...
+
+@final
+class EncodedPull:
+    """The answer to ``Store.pull_encoded``: the messages already encoded as field 1
+    (``repeated StoredMessage messages``) of the broker's ``rmq.v1.PullResponse``."""
+
+    @property
+    def messages(self) -> bytes: ...
+    @property
+    def count(self) -> int:
+        """How many messages ``messages`` holds."""
+    @property
+    def next_offset(self) -> int: ...
     @property
     def min_offset(self) -> int: ...
     @property
@@ -295,6 +313,18 @@ class Store:
         max_bytes: int | None = None,
     ) -> PullResult:
         """Like ``get``, and also says where the next pull starts (for consumers)."""
+    def pull_encoded(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int = 32,
+        *,
+        tags: str | Sequence[str] | None = None,
+        max_bytes: int | None = None,
+    ) -> EncodedPull:
+        """``pull`` for the broker: the messages come protobuf-encoded, with no Python
+        object made per message."""
     def get_at(self, commitlog_offset: int) -> Message:
         """The message whose record starts at ``commitlog_offset``."""
     def query_by_key(

@@ -11,6 +11,7 @@ mod recovery_report;
 mod retention_report;
 mod store;
 mod verify_report;
+mod wire;
 
 #[pymodule]
 fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -19,6 +20,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<message::PyPutResult>()?;
     module.add_class::<store::PyStore>()?;
     module.add_class::<store::PyPullResult>()?;
+    module.add_class::<store::PyEncodedPull>()?;
     module.add_class::<recovery_report::PyRecoveryReport>()?;
     module.add_class::<verify_report::PyVerifyReport>()?;
     module.add_class::<retention_report::PyRetentionReport>()?;

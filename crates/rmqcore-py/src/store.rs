@@ -35,6 +35,21 @@ pub struct PyPullResult {
     max_offset: i64,
 }
 
+/// A pull whose messages are already encoded for the broker's wire (`wire.rs`).
+#[pyclass(name = "EncodedPull", module = "rmq._rmqcore", frozen)]
+pub struct PyEncodedPull {
+    #[pyo3(get)]
+    messages: Py<PyBytes>,
+    #[pyo3(get)]
+    count: usize,
+    #[pyo3(get)]
+    next_offset: i64,
+    #[pyo3(get)]
+    min_offset: i64,
+    #[pyo3(get)]
+    max_offset: i64,
+}
+
 fn usize_option(py: Python<'_>, argument: &'static str, value: i64) -> PyResult<usize> {
     usize::try_from(value).map_err(|_| invalid(py, argument, format!("{value} is negative")))
 }
@@ -334,6 +349,33 @@ impl PyStore {
             min_offset: result.min_offset,
             max_offset: result.max_offset,
             messages: messages_to_list(py, result.messages)?,
+        })
+    }
+
+    #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None, max_bytes = None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
+    fn pull_encoded(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i64,
+        offset: i64,
+        max_count: i64,
+        tags: Option<&Bound<'_, PyAny>>,
+        max_bytes: Option<i64>,
+    ) -> PyResult<PyEncodedPull> {
+        let result = self.pull_inner(py, topic, queue_id, offset, max_count, tags, max_bytes)?;
+        let count = result.messages.len();
+        let encoded = py.detach(|| crate::wire::encode_pull_messages(&result.messages));
+        Ok(PyEncodedPull {
+            messages: PyBytes::new(py, &encoded).unbind(),
+            count,
+            next_offset: result.next_offset,
+            min_offset: result.min_offset,
+            max_offset: result.max_offset,
         })
     }
 

@@ -48,6 +48,17 @@ def send_response(results: Sequence[rmq.PutResult], sequence: int = 0) -> pb.Sen
     )
 
 
+def encoded_pull_response(result: rmq.EncodedPull) -> bytes:
+    """A serialized ``PullResponse``: the engine encoded the messages (field 1); protobuf
+    merges fields that follow one another, so the scalars are encoded after them."""
+    tail = pb.PullResponse(
+        next_offset=result.next_offset,
+        min_offset=result.min_offset,
+        max_offset=result.max_offset,
+    )
+    return result.messages + tail.SerializeToString()
+
+
 def stored_message(message: rmq.Message) -> pb.StoredMessage:
     out = pb.StoredMessage(
         topic=message.topic,

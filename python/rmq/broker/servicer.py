@@ -45,15 +45,18 @@ def _abort_for(context: grpc.ServicerContext, error: BaseException) -> None:
 
 
 def unary(
-    request_type: type[RequestT], call: Callable[[RequestT, grpc.ServicerContext], Message]
+    request_type: type[RequestT],
+    call: Callable[[RequestT, grpc.ServicerContext], Message | bytes],
 ) -> grpc.RpcMethodHandler[bytes, bytes]:
+    """A handler's answer is a protobuf message, or one the engine already serialized."""
+
     def behaviour(raw: bytes, context: grpc.ServicerContext) -> bytes:
         try:
             response = call(parse(request_type, raw), context)
         except Exception as error:  # every failure becomes a status; see status.py
             _abort_for(context, error)
             raise  # unreachable: abort raises
-        return response.SerializeToString()
+        return response if isinstance(response, bytes) else response.SerializeToString()
 
     return grpc.unary_unary_rpc_method_handler(behaviour)
 

@@ -124,7 +124,11 @@ class ShardHandler:
         self._signals.notify((request.topic, request.queue_id))
         return convert.send_response(results, request.sequence)
 
-    def pull(self, request: pb.PullRequest, time_left: float | None = None) -> pb.PullResponse:
+    def pull(
+        self, request: pb.PullRequest, time_left: float | None = None
+    ) -> pb.PullResponse | bytes:
+        """Messages of one queue, long-polling up to ``wait_ms``; a response with messages
+        comes serialized by the engine (``convert.encoded_pull_response``)."""
         limits = self._limits
         topic, queue_id = request.topic, request.queue_id
         store = self._store_for(topic, queue_id)
@@ -158,17 +162,12 @@ class ShardHandler:
                     max_offset,
                 )
             if offset < max_offset:
-                result = store.pull(
+                result = store.pull_encoded(
                     topic, queue_id, offset, max_messages, tags=tags, max_bytes=max_bytes
                 )
                 # Only tag-filtered entries examined: look further while time is left.
-                if result.messages or time.monotonic() >= deadline:
-                    return pb.PullResponse(
-                        messages=[convert.stored_message(m) for m in result.messages],
-                        next_offset=result.next_offset,
-                        min_offset=result.min_offset,
-                        max_offset=result.max_offset,
-                    )
+                if result.count or time.monotonic() >= deadline:
+                    return convert.encoded_pull_response(result)
                 offset = result.next_offset
                 continue
             remaining = deadline - time.monotonic()

@@ -8,12 +8,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future
 
 from tqdm import tqdm
 
 from rmq.client.connect import add_connection_arguments, client_from_args
-from rmq.client.messages import SendResult
+from rmq.client.send_future import SendFuture
 from rmq.errors import RmqError
 
 
@@ -76,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         total=args.count, unit="msg", unit_scale=True, disable=args.no_progress, file=sys.stderr
     )
 
-    def done(future: Future[SendResult]) -> None:
+    def done(future: SendFuture) -> None:
         error = future.exception()
         with lock:
             if error is not None:

@@ -23,6 +23,7 @@ from rmq.client.errors import (
 )
 from rmq.client.messages import QueueInfo, ReceivedMessage, SendResult, ShardProcessInfo, TopicRoute
 from rmq.client.producer import Producer
+from rmq.client.send_future import SendFuture
 
 __all__ = [
     "DEFAULT_ENDPOINT",
@@ -37,6 +38,7 @@ __all__ = [
     "Producer",
     "QueueInfo",
     "ReceivedMessage",
+    "SendFuture",
     "SendResult",
     "ShardProcessInfo",
     "StaleRouteError",

@@ -172,10 +172,12 @@ class Consumer:
         start = self._next_queue % len(order) if order else 0
         self._next_queue += 1
         for state in order[start:] + order[:start]:
-            while state.buffer and len(out) < self._max_poll:
-                message = state.buffer.popleft()
-                out.append(message)
-                state.delivered = message.queue_offset + 1
+            take = min(len(state.buffer), self._max_poll - len(out))
+            if take <= 0:
+                continue
+            buffer = state.buffer
+            out.extend([buffer.popleft() for _ in range(take)])
+            state.delivered = out[-1].queue_offset + 1
         return out
 
     def _start_pulls(self, wait_ms: int) -> None:
@@ -237,7 +239,7 @@ class Consumer:
                 self._cond.notify_all()
                 return
             if state.fetch == offset:
-                state.buffer.extend(ReceivedMessage.from_proto(m) for m in response.messages)
+                state.buffer.extend(map(ReceivedMessage, response.messages))
                 state.fetch = response.next_offset
             self._cond.notify_all()
 

@@ -14,7 +14,6 @@ import time
 import zlib
 from collections import deque
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 
 import grpc
 
@@ -22,6 +21,7 @@ from rmq import errors
 from rmq.client.client import Client
 from rmq.client.errors import RETRYABLE, BrokerError, from_rpc_error
 from rmq.client.messages import SendResult
+from rmq.client.send_future import BatchOutcome, SendFuture
 from rmq.proto.v1 import broker_pb2 as pb
 
 QueueKey = tuple[str, int]
@@ -30,12 +30,15 @@ _MESSAGE_OVERHEAD = 64
 
 
 class _Batch:
-    __slots__ = ("bytes", "created", "first_sent", "futures", "key", "refresh_route", "request")
+    __slots__ = (
+        "bytes", "count", "created", "first_sent", "key", "outcome", "refresh_route", "request",
+    )  # fmt: skip
 
     def __init__(self, key: QueueKey) -> None:
         self.key = key
         self.request = pb.SendRequest(topic=key[0], queue_id=key[1])
-        self.futures: list[Future[SendResult]] = []
+        self.outcome = BatchOutcome(*key)
+        self.count = 0
         self.bytes = 0
         self.created = time.monotonic()
         self.first_sent = 0.0
@@ -69,7 +72,8 @@ class Producer:
         self._linger = linger_ms / 1000
         self._max_buffered = max_buffered_bytes
         self._retry_timeout = client.retry_timeout if retry_timeout is None else retry_timeout
-        self._cond = threading.Condition()
+        # A plain lock: nothing here takes it twice, and it is taken once per send.
+        self._cond = threading.Condition(threading.Lock())
         self._waiting: dict[QueueKey, deque[_Batch]] = {}
         self._inflight: set[QueueKey] = set()
         self._retries: dict[QueueKey, tuple[_Batch, float]] = {}
@@ -94,21 +98,22 @@ class Producer:
         properties: Mapping[str, str] | None = None,
         sharding_key: str | bytes | None = None,
         queue_id: int | None = None,
-    ) -> Future[SendResult]:
-        """Queue one message; the future resolves once the broker stored it.
+    ) -> SendFuture:
+        """Queue one message; the future (``rmq.client.SendFuture``) resolves once the
+        broker stored it.
 
         The queue is ``queue_id`` if given, else chosen by ``sharding_key`` (the same
         key always goes to the same queue, so its messages stay in order), else
         round-robin.
         """
-        future: Future[SendResult] = Future()
         if self._closed:
             raise errors.StoreClosedError("the producer is closed")
         try:
             queue = self._choose_queue(topic, sharding_key, queue_id)
         except BrokerError as error:
-            future.set_exception(error)
-            return future
+            failed = BatchOutcome(topic, -1 if queue_id is None else queue_id)
+            failed.finish(None, error)
+            return SendFuture(failed, 0)
         if isinstance(keys, str):
             keys = [keys]
         size = len(body) + _MESSAGE_OVERHEAD
@@ -131,7 +136,8 @@ class Producer:
                 message.keys.extend(keys)
             if properties:
                 message.properties.update(properties)
-            batch.futures.append(future)
+            future = SendFuture(batch.outcome, batch.count)
+            batch.count += 1
             batch.bytes += size
             self._buffered += size
             self._pending += 1
@@ -201,8 +207,8 @@ class Producer:
     # ---- internals ----
 
     def _full(self, batch: _Batch, extra: int) -> bool:
-        return len(batch.futures) >= self._batch_max_messages or (
-            batch.futures != [] and batch.bytes + extra > self._batch_max_bytes
+        return batch.count >= self._batch_max_messages or (
+            batch.count > 0 and batch.bytes + extra > self._batch_max_bytes
         )
 
     def _choose_queue(
@@ -323,25 +329,13 @@ class Producer:
     def _finish(
         self, batch: _Batch, response: pb.SendResponse | None, error: BaseException | None
     ) -> None:
-        topic, queue_id = batch.key
-        if response is not None and len(response.msg_ids) == len(batch.futures):
-            for i, future in enumerate(batch.futures):
-                future.set_result(
-                    SendResult(
-                        topic=topic,
-                        queue_id=queue_id,
-                        queue_offset=response.queue_offsets[i],
-                        msg_id=response.msg_ids[i],
-                        commitlog_offset=response.commitlog_offsets[i],
-                        store_timestamp=response.store_timestamps[i],
-                    )
-                )
+        if response is not None and len(response.msg_ids) == batch.count:
+            batch.outcome.finish(response, None)
         else:
             failure = error or BrokerError("the broker answered a batch with a wrong count")
-            for future in batch.futures:
-                future.set_exception(failure)
+            batch.outcome.finish(None, failure)
         with self._cond:
             self._inflight.discard(batch.key)
             self._buffered -= batch.bytes
-            self._pending -= len(batch.futures)
+            self._pending -= batch.count
             self._cond.notify_all()
