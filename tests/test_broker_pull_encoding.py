@@ -1,4 +1,4 @@
-"""The engine's protobuf encoding of pulled messages (crates/rmqcore-py/src/wire.rs)
+"""The engine's protobuf encoding of pulled messages (crates/rmqcore-py/src/pull_encoding.rs)
 against the generated Python classes: a shard's Pull answer must decode to exactly what
 building the response message by message would have sent."""
 

@@ -21,6 +21,7 @@ __all__ = [
     "RecoveryReport",
     "RetentionReport",
     "SegmentDecoder",
+    "SendBatch",
     "Store",
     "VerifyReport",
     "__version__",
@@ -130,6 +131,25 @@ class EncodedPull:
     def min_offset(self) -> int: ...
     @property
     def max_offset(self) -> int: ...
+
+@final
+class SendBatch:
+    """A serialized ``rmq.v1.SendRequest`` decoded by the engine, for the broker's fast
+    path (``Store.put_send_batch``); bodies stay in the request bytes."""
+
+    @staticmethod
+    def parse(
+        raw: bytes, *, max_body_bytes: int, max_batch_messages: int, max_batch_bytes: int
+    ) -> SendBatch | None:
+        """The decoded request, or ``None`` when it is not valid protobuf or the broker's
+        checks would refuse something in it (the caller then takes the checked path)."""
+    @property
+    def topic(self) -> str: ...
+    @property
+    def queue_id(self) -> int: ...
+    @property
+    def sequence(self) -> int: ...
+    def __len__(self) -> int: ...
 
 @final
 class RecoveryReport:
@@ -325,6 +345,9 @@ class Store:
     ) -> EncodedPull:
         """``pull`` for the broker: the messages come protobuf-encoded, with no Python
         object made per message."""
+    def put_send_batch(self, batch: SendBatch, *, born_host: str | None = None) -> bytes:
+        """Store a decoded Send request as ``put_batch`` would and return the serialized
+        ``rmq.v1.SendResponse``."""
     def get_at(self, commitlog_offset: int) -> Message:
         """The message whose record starts at ``commitlog_offset``."""
     def query_by_key(

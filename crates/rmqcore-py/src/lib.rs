@@ -7,11 +7,13 @@ mod decoder;
 mod errors;
 mod functions;
 mod message;
+mod protobuf_wire;
+mod pull_encoding;
 mod recovery_report;
 mod retention_report;
+mod send_batch;
 mod store;
 mod verify_report;
-mod wire;
 
 #[pymodule]
 fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -21,6 +23,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyStore>()?;
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<store::PyEncodedPull>()?;
+    module.add_class::<send_batch::PySendBatch>()?;
     module.add_class::<recovery_report::PyRecoveryReport>()?;
     module.add_class::<verify_report::PyVerifyReport>()?;
     module.add_class::<retention_report::PyRetentionReport>()?;

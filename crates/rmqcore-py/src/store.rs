@@ -15,6 +15,7 @@ use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{checked_i32, extract_keys, extract_properties, PyMessage, PyPutResult};
 use crate::recovery_report::PyRecoveryReport;
 use crate::retention_report::{PyDiskUsage, PyRetentionReport};
+use crate::send_batch::{encode_send_response, PySendBatch};
 use crate::verify_report::PyVerifyReport;
 
 #[pyclass(name = "Store", module = "rmq._rmqcore", frozen)]
@@ -35,7 +36,7 @@ pub struct PyPullResult {
     max_offset: i64,
 }
 
-/// A pull whose messages are already encoded for the broker's wire (`wire.rs`).
+/// A pull whose messages are already encoded for the broker's wire (`pull_encoding.rs`).
 #[pyclass(name = "EncodedPull", module = "rmq._rmqcore", frozen)]
 pub struct PyEncodedPull {
     #[pyo3(get)]
@@ -369,7 +370,7 @@ impl PyStore {
     ) -> PyResult<PyEncodedPull> {
         let result = self.pull_inner(py, topic, queue_id, offset, max_count, tags, max_bytes)?;
         let count = result.messages.len();
-        let encoded = py.detach(|| crate::wire::encode_pull_messages(&result.messages));
+        let encoded = py.detach(|| crate::pull_encoding::encode_pull_messages(&result.messages));
         Ok(PyEncodedPull {
             messages: PyBytes::new(py, &encoded).unbind(),
             count,
@@ -377,6 +378,30 @@ impl PyStore {
             min_offset: result.min_offset,
             max_offset: result.max_offset,
         })
+    }
+
+    /// Store a Send request decoded by `SendBatch.parse` and return the serialized
+    /// `SendResponse`: the broker's fast path, with no Python object per message.
+    #[pyo3(signature = (batch, *, born_host = None))]
+    fn put_send_batch(
+        &self,
+        py: Python<'_>,
+        batch: &Bound<'_, PySendBatch>,
+        born_host: Option<&str>,
+    ) -> PyResult<Py<PyBytes>> {
+        let born_host = born_host
+            .map(|host| parse_host("born_host", host))
+            .transpose()
+            .map_err(|error| to_py_err(py, error))?;
+        let batch = batch.get();
+        let drafts = batch.drafts(py, born_host);
+        let (topic, queue_id, sequence) = (batch.topic(), batch.queue_id(), batch.sequence());
+        let store = &self.inner;
+        let encoded = without_gil(py, || {
+            let results = store.put_batch(topic, queue_id, &drafts)?;
+            Ok(encode_send_response(&results, sequence))
+        })?;
+        Ok(PyBytes::new(py, &encoded).unbind())
     }
 
     fn get_at(&self, py: Python<'_>, commitlog_offset: i64) -> PyResult<PyMessage> {

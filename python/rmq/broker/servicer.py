@@ -72,7 +72,22 @@ def born_host(context: grpc.ServicerContext) -> str | None:
     return None
 
 
+def _send_one(handler: ShardHandler, raw: bytes, host: str | None) -> bytes:
+    """The engine's fast path, or the checked Python path when it declines the request."""
+    fast = handler.send_raw(raw, host)
+    if fast is not None:
+        return fast
+    return handler.send(parse(pb.SendRequest, raw), host).SerializeToString()
+
+
 def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]:
+    def send(raw: bytes, context: grpc.ServicerContext) -> bytes:
+        try:
+            return _send_one(handler, raw, born_host(context))
+        except Exception as error:  # every failure becomes a status; see status.py
+            _abort_for(context, error)
+            raise  # unreachable: abort raises
+
     def send_stream(
         raw_requests: Iterator[bytes], context: grpc.ServicerContext
     ) -> Iterator[bytes]:
@@ -83,7 +98,7 @@ def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]
             except DecodeError as error:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
             try:
-                result = handler.send(request, host)
+                result = pb.SendResponse.FromString(_send_one(handler, raw, host))
                 answer = pb.SendStreamResponse(sequence=request.sequence, result=result)
             except Exception as error:  # reported in the stream, which goes on
                 code, message = status_for(error)
@@ -94,7 +109,7 @@ def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]
             yield answer.SerializeToString()
 
     methods = {
-        "Send": unary(pb.SendRequest, lambda r, c: handler.send(r, born_host(c))),
+        "Send": grpc.unary_unary_rpc_method_handler(send),
         "SendStream": grpc.stream_stream_rpc_method_handler(send_stream),
         "Pull": unary(pb.PullRequest, lambda r, c: handler.pull(r, c.time_remaining())),
         "QueueOffsets": unary(pb.QueueOffsetsRequest, lambda r, c: handler.queue_offsets(r)),

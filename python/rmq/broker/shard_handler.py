@@ -15,6 +15,7 @@ from typing import Any
 
 import rmq
 from rmq import errors
+from rmq._rmqcore import SendBatch
 from rmq.broker import convert
 from rmq.broker.errors import QueueNotHostedError, QueueOutOfRangeError, UnimplementedError
 from rmq.broker.longpoll import QueueSignals
@@ -116,6 +117,24 @@ class ShardHandler:
         return [self._stores[s] for s in sorted(set(layout)) if s in self._stores]
 
     # ---- data plane ----
+
+    def send_raw(self, raw: bytes, born_host: str | None = None) -> bytes | None:
+        """The fast path of Send: the engine decodes the request, stores it and encodes
+        the response. ``None`` when the request needs the checks and errors of ``send``
+        (anything the broker refuses, or bytes that are not a valid request)."""
+        limits = self._limits
+        batch = SendBatch.parse(
+            raw,
+            max_body_bytes=limits.max_body_bytes,
+            max_batch_messages=limits.max_batch_messages,
+            max_batch_bytes=limits.max_batch_bytes,
+        )
+        if batch is None:
+            return None
+        store = self._store_for(batch.topic, batch.queue_id)
+        response = store.put_send_batch(batch, born_host=born_host)
+        self._signals.notify((batch.topic, batch.queue_id))
+        return response
 
     def send(self, request: pb.SendRequest, born_host: str | None = None) -> pb.SendResponse:
         store = self._store_for(request.topic, request.queue_id)

@@ -66,7 +66,7 @@ class Consumer:
         topic: str,
         *,
         start: Literal["earliest", "latest"] = "earliest",
-        max_messages: int = 256,
+        max_messages: int = 1024,
         max_bytes: int = 4 * 1024 * 1024,
         tags: Iterable[str] | None = None,
         queues: Sequence[int] | None = None,

@@ -58,7 +58,7 @@ class Producer:
         self,
         client: Client,
         *,
-        batch_max_messages: int = 512,
+        batch_max_messages: int = 2048,
         batch_max_bytes: int = 1024 * 1024,
         linger_ms: float = 5.0,
         max_buffered_bytes: int = 64 * 1024 * 1024,
@@ -141,8 +141,19 @@ class Producer:
             batch.bytes += size
             self._buffered += size
             self._pending += 1
+            ready = None
             if self._full(batch, 0):
-                self._cond.notify()
+                if key not in self._inflight and batches[0] is batch:
+                    # Sent from here rather than handed to the sender thread: under the
+                    # GIL every hand-off between threads costs more than the send.
+                    ready = batches.popleft()
+                    if not batches:
+                        del self._waiting[key]
+                    self._inflight.add(key)
+                else:
+                    self._cond.notify()
+        if ready is not None:
+            self._dispatch(ready)
         return future
 
     def send_sync(

@@ -9,8 +9,10 @@
 
 use rmqcore::StoredMessage;
 
-const WIRE_VARINT: u32 = 0;
-const WIRE_LENGTH_DELIMITED: u32 = 2;
+use crate::protobuf_wire::{
+    field_length, put_bytes_field, put_int_field, put_string_field, put_tag, put_varint,
+    WIRE_LENGTH_DELIMITED,
+};
 
 const PULL_RESPONSE_MESSAGES: u32 = 1;
 
@@ -91,74 +93,9 @@ fn encode_stored_message(out: &mut Vec<u8>, message: &StoredMessage) {
     put_string_field(out, stored::MSG_ID, &message.msg_id);
     put_int_field(out, stored::FLAG, i64::from(message.flag));
     put_int_field(out, stored::SYS_FLAG, i64::from(message.sys_flag));
-    put_int_field(out, stored::RECONSUME_TIMES, i64::from(message.reconsume_times));
-}
-
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn varint_length(value: u64) -> usize {
-    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-fn put_tag(out: &mut Vec<u8>, field: u32, wire_type: u32) {
-    put_varint(out, u64::from((field << 3) | wire_type));
-}
-
-/// The bytes a length-delimited field of `length` bytes takes, tag included.
-fn field_length(field: u32, length: usize) -> usize {
-    varint_length(u64::from(field << 3)) + varint_length(length as u64) + length
-}
-
-/// int32 and int64 fields: negative values take ten bytes, as protobuf encodes them.
-fn put_int_field(out: &mut Vec<u8>, field: u32, value: i64) {
-    if value != 0 {
-        put_tag(out, field, WIRE_VARINT);
-        put_varint(out, value as u64);
-    }
-}
-
-fn put_bytes_field(out: &mut Vec<u8>, field: u32, value: &[u8]) {
-    if !value.is_empty() {
-        put_tag(out, field, WIRE_LENGTH_DELIMITED);
-        put_varint(out, value.len() as u64);
-        out.extend_from_slice(value);
-    }
-}
-
-fn put_string_field(out: &mut Vec<u8>, field: u32, value: &str) {
-    put_bytes_field(out, field, value.as_bytes());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn varints_match_protobuf() {
-        let encode = |value: u64| {
-            let mut out = Vec::new();
-            put_varint(&mut out, value);
-            out
-        };
-        assert_eq!(encode(0), [0]);
-        assert_eq!(encode(1), [1]);
-        assert_eq!(encode(300), [0xAC, 0x02]);
-        assert_eq!(encode(-1i64 as u64).len(), 10);
-        for value in [0, 1, 127, 128, 300, 1 << 35, u64::MAX] {
-            assert_eq!(varint_length(value), encode(value).len());
-        }
-    }
-
-    #[test]
-    fn field_sixteen_takes_a_two_byte_tag() {
-        let mut out = Vec::new();
-        put_int_field(&mut out, 16, 1);
-        assert_eq!(out, [0x80, 0x01, 0x01]);
-    }
+    put_int_field(
+        out,
+        stored::RECONSUME_TIMES,
+        i64::from(message.reconsume_times),
+    );
 }
