@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="send every message to the queue this key maps to (keeps their order)",
     )
     parser.add_argument(
-        "--batch-messages", type=int, default=512, help="messages per batch (default: 512)"
+        "--batch-messages", type=int, default=2048, help="messages per batch (default: 2048)"
     )
     parser.add_argument(
         "--batch-bytes", type=int, default=1 << 20, help="bytes per batch (default: 1 MiB)"
