@@ -6,7 +6,7 @@ use rmqcore::{PutResult, StoredMessage};
 
 use crate::errors::invalid;
 
-#[pyclass(name = "Message", module = "rmq._rmqcore", frozen)]
+#[pyclass(name = "Message", module = "rmq._rmqcore", frozen, freelist = 4096)]
 pub struct PyMessage {
     #[pyo3(get)]
     pub topic: String,
@@ -186,7 +186,7 @@ impl PyMessage {
     }
 }
 
-#[pyclass(name = "PutResult", module = "rmq._rmqcore", frozen)]
+#[pyclass(name = "PutResult", module = "rmq._rmqcore", frozen, freelist = 4096)]
 pub struct PyPutResult {
     result: PutResult,
 }
