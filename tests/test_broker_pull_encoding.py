@@ -4,9 +4,12 @@ building the response message by message would have sent."""
 
 from __future__ import annotations
 
+import json
 import random
+import tarfile
 from pathlib import Path
 
+import pytest
 import rmq
 from rmq.broker import convert
 from rmq.proto.v1 import broker_pb2 as pb
@@ -71,3 +74,31 @@ def test_random_batches_match(tmp_path: Path) -> None:
             for offset in (0, 1, end // 2, end - 1, end):
                 expected = _expected(store, queue_id, offset, 17)
                 assert _decoded(store, queue_id, offset, 17) == expected
+
+
+@pytest.mark.parametrize("name", ["rocketmq-4.9.8-clean", "rocketmq-5.3.3-clean"])
+def test_records_rocketmq_wrote_match(name: str, tmp_path: Path) -> None:
+    """RocketMQ's records carry properties rmq never writes (UNIQ_KEY, WAIT, ...)."""
+    fixtures = Path(__file__).parent / "fixtures" / "rocketmq"
+    dump = json.loads((fixtures / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    with tarfile.open(fixtures / f"{name}.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    with rmq.Store(
+        tmp_path / "store",
+        read_only=True,
+        commitlog_segment_size=dump["commitlogSegmentSize"],
+        consume_queue_entries_per_file=dump["cqEntriesPerFile"],
+    ) as store:
+        compared = 0
+        for topic in store.topics():
+            for queue_id in range(store.queue_count(topic)):
+                start = store.min_offset(topic, queue_id)
+                expected = store.pull(topic, queue_id, start, 1000)
+                encoded = store.pull_encoded(topic, queue_id, start, 1000)
+                answer = pb.PullResponse.FromString(convert.encoded_pull_response(encoded))
+                assert list(answer.messages) == [
+                    convert.stored_message(m) for m in expected.messages
+                ]
+                assert answer.next_offset == expected.next_offset
+                compared += len(answer.messages)
+        assert compared > 40

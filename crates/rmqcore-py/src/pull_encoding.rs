@@ -7,7 +7,14 @@
 //! tests/ decodes this output with the generated Python classes and compares it with the
 //! message-by-message encoding, so a change to the .proto that is not made here fails.
 
-use rmqcore::StoredMessage;
+use std::net::SocketAddr;
+
+use rmqcore::crc_property::CRC_PROPERTY_NAME;
+use rmqcore::msg_id::create_msg_id;
+use rmqcore::properties::{
+    KEY_SEPARATOR, NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR, PROPERTY_TAGS,
+};
+use rmqcore::record::RecordView;
 
 use crate::protobuf_wire::{
     field_length, put_bytes_field, put_int_field, put_string_field, put_tag, put_varint,
@@ -39,63 +46,108 @@ mod stored {
 const MAP_KEY: u32 = 1;
 const MAP_VALUE: u32 = 2;
 
-/// Append `messages` as repeated field 1 of `rmq.v1.PullResponse`.
-pub fn encode_pull_messages(messages: &[StoredMessage]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
-        messages
-            .iter()
-            .map(|message| message.body.len() + 160)
-            .sum(),
-    );
-    let mut scratch = Vec::new();
-    for message in messages {
-        scratch.clear();
-        encode_stored_message(&mut scratch, message);
-        put_bytes_field(&mut out, PULL_RESPONSE_MESSAGES, &scratch);
-    }
-    out
+/// Encodes records as repeated field 1 of `rmq.v1.PullResponse`, one at a time as the
+/// store reads them.
+#[derive(Default)]
+pub struct PullEncoder {
+    out: Vec<u8>,
+    scratch: Vec<u8>,
+    /// Hosts are the same for most records; formatting an address is not free.
+    hosts: Vec<(SocketAddr, String)>,
 }
 
-/// One `rmq.v1.StoredMessage`. Like protobuf's own encoders, fields holding their default
-/// value are left out, except `tags`, whose presence is part of its value.
-fn encode_stored_message(out: &mut Vec<u8>, message: &StoredMessage) {
-    put_string_field(out, stored::TOPIC, &message.topic);
-    put_int_field(out, stored::QUEUE_ID, i64::from(message.queue_id));
-    put_int_field(out, stored::QUEUE_OFFSET, message.queue_offset);
-    put_int_field(out, stored::COMMITLOG_OFFSET, message.commitlog_offset);
-    put_int_field(out, stored::STORE_SIZE, i64::from(message.store_size));
-    put_bytes_field(out, stored::BODY, &message.body);
-    if let Some(tags) = &message.tags {
-        put_tag(out, stored::TAGS, WIRE_LENGTH_DELIMITED);
-        put_varint(out, tags.len() as u64);
-        out.extend_from_slice(tags.as_bytes());
+impl PullEncoder {
+    pub fn push(&mut self, view: &RecordView<'_>) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        self.encode_stored_message(&mut scratch, view);
+        put_bytes_field(&mut self.out, PULL_RESPONSE_MESSAGES, &scratch);
+        self.scratch = scratch;
     }
-    for key in &message.keys {
-        put_tag(out, stored::KEYS, WIRE_LENGTH_DELIMITED);
-        put_varint(out, key.len() as u64);
-        out.extend_from_slice(key.as_bytes());
+
+    pub fn finish(self) -> Vec<u8> {
+        self.out
     }
-    for (name, value) in &message.properties {
-        let entry_length = field_length(MAP_KEY, name.len()) + field_length(MAP_VALUE, value.len());
-        put_tag(out, stored::PROPERTIES, WIRE_LENGTH_DELIMITED);
-        put_varint(out, entry_length as u64);
-        put_tag(out, MAP_KEY, WIRE_LENGTH_DELIMITED);
-        put_varint(out, name.len() as u64);
-        out.extend_from_slice(name.as_bytes());
-        put_tag(out, MAP_VALUE, WIRE_LENGTH_DELIMITED);
-        put_varint(out, value.len() as u64);
-        out.extend_from_slice(value.as_bytes());
+
+    fn host(&mut self, address: SocketAddr) -> &str {
+        let at = match self.hosts.iter().position(|(known, _)| *known == address) {
+            Some(at) => at,
+            None => {
+                if self.hosts.len() >= 16 {
+                    self.hosts.clear();
+                }
+                self.hosts.push((address, address.to_string()));
+                self.hosts.len() - 1
+            }
+        };
+        &self.hosts[at].1
     }
-    put_int_field(out, stored::BORN_TIMESTAMP, message.born_timestamp);
-    put_int_field(out, stored::STORE_TIMESTAMP, message.store_timestamp);
-    put_string_field(out, stored::BORN_HOST, &message.born_host.to_string());
-    put_string_field(out, stored::STORE_HOST, &message.store_host.to_string());
-    put_string_field(out, stored::MSG_ID, &message.msg_id);
-    put_int_field(out, stored::FLAG, i64::from(message.flag));
-    put_int_field(out, stored::SYS_FLAG, i64::from(message.sys_flag));
-    put_int_field(
-        out,
-        stored::RECONSUME_TIMES,
-        i64::from(message.reconsume_times),
-    );
+
+    /// One `rmq.v1.StoredMessage` with the fields `StoredMessage::from_record` gives (the
+    /// Python path's source): tags and keys from the last `TAGS`/`KEYS`, other properties
+    /// in order (a map keeps the last of a repeated name, as that function does), the CRC
+    /// property hidden. Like protobuf's own encoders, fields holding their default value
+    /// are left out, except `tags`, whose presence is part of its value.
+    fn encode_stored_message(&mut self, out: &mut Vec<u8>, view: &RecordView<'_>) {
+        put_string_field(out, stored::TOPIC, &view.topic_str());
+        put_int_field(out, stored::QUEUE_ID, i64::from(view.queue_id));
+        put_int_field(out, stored::QUEUE_OFFSET, view.queue_offset);
+        put_int_field(out, stored::COMMITLOG_OFFSET, view.physical_offset);
+        let store_size = i32::try_from(view.total_size).unwrap_or(i32::MAX);
+        put_int_field(out, stored::STORE_SIZE, i64::from(store_size));
+        put_bytes_field(out, stored::BODY, view.body);
+        if let Some(tags) = view.property(PROPERTY_TAGS) {
+            put_text(out, stored::TAGS, &String::from_utf8_lossy(tags));
+        }
+        if let Some(keys) = view.property(PROPERTY_KEYS) {
+            for key in String::from_utf8_lossy(keys).split(KEY_SEPARATOR) {
+                if !key.is_empty() {
+                    put_text(out, stored::KEYS, key);
+                }
+            }
+        }
+        for (name, value) in property_pairs(view.properties) {
+            if name == PROPERTY_TAGS.as_bytes()
+                || name == PROPERTY_KEYS.as_bytes()
+                || name == CRC_PROPERTY_NAME.as_bytes()
+            {
+                continue;
+            }
+            let (name, value) = (String::from_utf8_lossy(name), String::from_utf8_lossy(value));
+            let entry_length =
+                field_length(MAP_KEY, name.len()) + field_length(MAP_VALUE, value.len());
+            put_tag(out, stored::PROPERTIES, WIRE_LENGTH_DELIMITED);
+            put_varint(out, entry_length as u64);
+            put_text(out, MAP_KEY, &name);
+            put_text(out, MAP_VALUE, &value);
+        }
+        put_int_field(out, stored::BORN_TIMESTAMP, view.born_timestamp);
+        put_int_field(out, stored::STORE_TIMESTAMP, view.store_timestamp);
+        put_string_field(out, stored::BORN_HOST, self.host(view.born_host));
+        put_string_field(out, stored::STORE_HOST, self.host(view.store_host));
+        put_string_field(
+            out,
+            stored::MSG_ID,
+            &create_msg_id(&view.store_host, view.physical_offset),
+        );
+        put_int_field(out, stored::FLAG, i64::from(view.flag));
+        put_int_field(out, stored::SYS_FLAG, i64::from(view.sys_flag));
+        put_int_field(out, stored::RECONSUME_TIMES, i64::from(view.reconsume_times));
+    }
+}
+
+/// A length-delimited field that is written even when empty (repeated and optional ones).
+fn put_text(out: &mut Vec<u8>, field: u32, text: &str) {
+    put_tag(out, field, WIRE_LENGTH_DELIMITED);
+    put_varint(out, text.len() as u64);
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// Name and value of each property with both non-empty, in record order.
+fn property_pairs(bytes: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    bytes.split(|b| *b == PROPERTY_SEPARATOR).filter_map(|part| {
+        let split = part.iter().position(|b| *b == NAME_VALUE_SEPARATOR)?;
+        let (name, value) = (&part[..split], &part[split + 1..]);
+        (!name.is_empty() && !value.is_empty()).then_some((name, value))
+    })
 }

@@ -13,6 +13,7 @@ use rmqcore::{FlushMode, MessageDraft, Store, StoreOptions};
 
 use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{checked_i32, extract_keys, extract_properties, PyMessage, PyPutResult};
+use crate::pull_encoding::PullEncoder;
 use crate::recovery_report::PyRecoveryReport;
 use crate::retention_report::{PyDiskUsage, PyRetentionReport};
 use crate::send_batch::{encode_send_response, PySendBatch};
@@ -368,15 +369,32 @@ impl PyStore {
         tags: Option<&Bound<'_, PyAny>>,
         max_bytes: Option<i64>,
     ) -> PyResult<PyEncodedPull> {
-        let result = self.pull_inner(py, topic, queue_id, offset, max_count, tags, max_bytes)?;
-        let count = result.messages.len();
-        let encoded = py.detach(|| crate::pull_encoding::encode_pull_messages(&result.messages));
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let max_count = usize_option(py, "max_count", max_count)?;
+        let max_bytes = max_bytes
+            .map(|limit| usize_option(py, "max_bytes", limit))
+            .transpose()?;
+        let filter = tag_filter(py, tags)?;
+        let store = &self.inner;
+        let (pulled, encoded) = without_gil(py, || {
+            let mut encoder = PullEncoder::default();
+            let pulled = store.pull_each(
+                topic,
+                queue_id,
+                offset,
+                max_count,
+                filter.as_ref(),
+                max_bytes,
+                |view| encoder.push(view),
+            )?;
+            Ok((pulled, encoder.finish()))
+        })?;
         Ok(PyEncodedPull {
             messages: PyBytes::new(py, &encoded).unbind(),
-            count,
-            next_offset: result.next_offset,
-            min_offset: result.min_offset,
-            max_offset: result.max_offset,
+            count: pulled.count,
+            next_offset: pulled.next_offset,
+            min_offset: pulled.min_offset,
+            max_offset: pulled.max_offset,
         })
     }
 

@@ -46,4 +46,4 @@ pub mod verify;
 pub use error::{Error, Result};
 pub use message::{MessageDraft, PutResult, StoredMessage};
 pub use options::{FlushMode, StoreOptions};
-pub use store::{PullResult, Store};
+pub use store::{PullResult, Pulled, Store};

@@ -25,7 +25,7 @@ use crate::index_file::IndexGeometry;
 use crate::index_service::IndexService;
 use crate::message::{MessageDraft, PutResult, StoredMessage};
 use crate::options::{FlushMode, StoreOptions, MAX_QUEUE_ID};
-use crate::record::RecordInput;
+use crate::record::{RecordInput, RecordView};
 use crate::recovery::{recover, RecoveryReport};
 use crate::retention::{RetentionReport, SegmentDecision};
 use crate::store_lock::StoreLock;
@@ -43,6 +43,15 @@ const SYNC_FLUSH_POLL: Duration = Duration::from_millis(10);
 #[derive(Debug, Clone)]
 pub struct PullResult {
     pub messages: Vec<StoredMessage>,
+    pub next_offset: i64,
+    pub min_offset: i64,
+    pub max_offset: i64,
+}
+
+/// What `pull_each` visited: how many records, and the queue's positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pulled {
+    pub count: usize,
     pub next_offset: i64,
     pub min_offset: i64,
     pub max_offset: i64,
@@ -408,6 +417,31 @@ impl Store {
         filter: Option<&TagFilter>,
         max_bytes: Option<usize>,
     ) -> Result<PullResult> {
+        let mut messages = Vec::new();
+        let pulled = self.pull_each(topic, queue_id, offset, max_count, filter, max_bytes, |view| {
+            messages.push(StoredMessage::from_record(view));
+        })?;
+        Ok(PullResult {
+            messages,
+            next_offset: pulled.next_offset,
+            min_offset: pulled.min_offset,
+            max_offset: pulled.max_offset,
+        })
+    }
+
+    /// `pull`, handing each record to `visit` as it is read instead of collecting copies
+    /// (the broker encodes them for the wire straight from the log).
+    #[expect(clippy::too_many_arguments, reason = "pull's arguments and the visitor")]
+    pub fn pull_each(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: usize,
+        filter: Option<&TagFilter>,
+        max_bytes: Option<usize>,
+        mut visit: impl FnMut(&RecordView<'_>),
+    ) -> Result<Pulled> {
         self.check_open()?;
         self.known_topic(topic)?;
         validate_queue_id(queue_id)?;
@@ -419,8 +453,8 @@ impl Store {
         }
         let Some(queue) = self.inner.queues.get(topic, queue_id) else {
             return if offset == 0 {
-                Ok(PullResult {
-                    messages: Vec::new(),
+                Ok(Pulled {
+                    count: 0,
                     next_offset: 0,
                     min_offset: 0,
                     max_offset: 0,
@@ -447,11 +481,11 @@ impl Store {
         // queue (RocketMQ bounds it the same way).
         const MAX_FILTERED_ENTRIES: i64 = 16_000;
         let readable_end = self.readable_end() as i64;
-        let mut messages = Vec::new();
+        let mut count = 0usize;
         let mut bytes = 0usize;
         let mut next = offset;
         while next < max
-            && messages.len() < max_count
+            && count < max_count
             && next - offset < MAX_FILTERED_ENTRIES + max_count as i64
         {
             let Some(entry) = queue.entry(next) else {
@@ -474,7 +508,7 @@ impl Store {
                 Ok(record) => record,
                 // Retention deleted the segment after the entry was read: the queue's
                 // minimum has moved past this offset.
-                Err(Error::OffsetOutOfRange { .. }) if messages.is_empty() => {
+                Err(Error::OffsetOutOfRange { .. }) if count == 0 => {
                     return Err(Error::OffsetOutOfRange {
                         what: "queue",
                         offset,
@@ -493,16 +527,17 @@ impl Store {
                 }
             }
             if let Some(limit) = max_bytes {
-                if !messages.is_empty() && bytes + view.body.len() > limit {
+                if count > 0 && bytes + view.body.len() > limit {
                     break;
                 }
             }
             bytes += view.body.len();
-            messages.push(StoredMessage::from_record(&view));
+            visit(&view);
+            count += 1;
             next += 1;
         }
-        Ok(PullResult {
-            messages,
+        Ok(Pulled {
+            count,
             next_offset: next,
             min_offset: min,
             max_offset: max,
