@@ -113,7 +113,10 @@ impl PullEncoder {
             {
                 continue;
             }
-            let (name, value) = (String::from_utf8_lossy(name), String::from_utf8_lossy(value));
+            let (name, value) = (
+                String::from_utf8_lossy(name),
+                String::from_utf8_lossy(value),
+            );
             let entry_length =
                 field_length(MAP_KEY, name.len()) + field_length(MAP_VALUE, value.len());
             put_tag(out, stored::PROPERTIES, WIRE_LENGTH_DELIMITED);
@@ -132,7 +135,11 @@ impl PullEncoder {
         );
         put_int_field(out, stored::FLAG, i64::from(view.flag));
         put_int_field(out, stored::SYS_FLAG, i64::from(view.sys_flag));
-        put_int_field(out, stored::RECONSUME_TIMES, i64::from(view.reconsume_times));
+        put_int_field(
+            out,
+            stored::RECONSUME_TIMES,
+            i64::from(view.reconsume_times),
+        );
     }
 }
 
@@ -145,9 +152,11 @@ fn put_text(out: &mut Vec<u8>, field: u32, text: &str) {
 
 /// Name and value of each property with both non-empty, in record order.
 fn property_pairs(bytes: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    bytes.split(|b| *b == PROPERTY_SEPARATOR).filter_map(|part| {
-        let split = part.iter().position(|b| *b == NAME_VALUE_SEPARATOR)?;
-        let (name, value) = (&part[..split], &part[split + 1..]);
-        (!name.is_empty() && !value.is_empty()).then_some((name, value))
-    })
+    bytes
+        .split(|b| *b == PROPERTY_SEPARATOR)
+        .filter_map(|part| {
+            let split = part.iter().position(|b| *b == NAME_VALUE_SEPARATOR)?;
+            let (name, value) = (&part[..split], &part[split + 1..]);
+            (!name.is_empty() && !value.is_empty()).then_some((name, value))
+        })
 }

@@ -418,9 +418,17 @@ impl Store {
         max_bytes: Option<usize>,
     ) -> Result<PullResult> {
         let mut messages = Vec::new();
-        let pulled = self.pull_each(topic, queue_id, offset, max_count, filter, max_bytes, |view| {
-            messages.push(StoredMessage::from_record(view));
-        })?;
+        let pulled = self.pull_each(
+            topic,
+            queue_id,
+            offset,
+            max_count,
+            filter,
+            max_bytes,
+            |view| {
+                messages.push(StoredMessage::from_record(view));
+            },
+        )?;
         Ok(PullResult {
             messages,
             next_offset: pulled.next_offset,
@@ -431,7 +439,10 @@ impl Store {
 
     /// `pull`, handing each record to `visit` as it is read instead of collecting copies
     /// (the broker encodes them for the wire straight from the log).
-    #[expect(clippy::too_many_arguments, reason = "pull's arguments and the visitor")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "pull's arguments and the visitor"
+    )]
     pub fn pull_each(
         &self,
         topic: &str,
