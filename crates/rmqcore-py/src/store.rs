@@ -69,6 +69,33 @@ fn tag_filter(py: Python<'_>, tags: Option<&Bound<'_, PyAny>>) -> PyResult<Optio
     Ok(TagFilter::new(list))
 }
 
+/// `pull`'s arguments as the engine takes them.
+struct PullArguments {
+    queue_id: i32,
+    max_count: usize,
+    max_bytes: Option<usize>,
+    filter: Option<TagFilter>,
+}
+
+impl PullArguments {
+    fn convert(
+        py: Python<'_>,
+        queue_id: i64,
+        max_count: i64,
+        tags: Option<&Bound<'_, PyAny>>,
+        max_bytes: Option<i64>,
+    ) -> PyResult<Self> {
+        Ok(PullArguments {
+            queue_id: checked_i32(py, "queue_id", queue_id)?,
+            max_count: usize_option(py, "max_count", max_count)?,
+            max_bytes: max_bytes
+                .map(|limit| usize_option(py, "max_bytes", limit))
+                .transpose()?,
+            filter: tag_filter(py, tags)?,
+        })
+    }
+}
+
 fn messages_to_list(py: Python<'_>, messages: Vec<rmqcore::StoredMessage>) -> PyResult<Py<PyList>> {
     let objects = messages
         .into_iter()
@@ -369,12 +396,12 @@ impl PyStore {
         tags: Option<&Bound<'_, PyAny>>,
         max_bytes: Option<i64>,
     ) -> PyResult<PyEncodedPull> {
-        let queue_id = checked_i32(py, "queue_id", queue_id)?;
-        let max_count = usize_option(py, "max_count", max_count)?;
-        let max_bytes = max_bytes
-            .map(|limit| usize_option(py, "max_bytes", limit))
-            .transpose()?;
-        let filter = tag_filter(py, tags)?;
+        let PullArguments {
+            queue_id,
+            max_count,
+            max_bytes,
+            filter,
+        } = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
         let store = &self.inner;
         let (pulled, encoded) = without_gil(py, || {
             let mut encoder = PullEncoder::default();
@@ -638,12 +665,12 @@ impl PyStore {
         tags: Option<&Bound<'_, PyAny>>,
         max_bytes: Option<i64>,
     ) -> PyResult<rmqcore::PullResult> {
-        let queue_id = checked_i32(py, "queue_id", queue_id)?;
-        let max_count = usize_option(py, "max_count", max_count)?;
-        let max_bytes = max_bytes
-            .map(|limit| usize_option(py, "max_bytes", limit))
-            .transpose()?;
-        let filter = tag_filter(py, tags)?;
+        let PullArguments {
+            queue_id,
+            max_count,
+            max_bytes,
+            filter,
+        } = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
         let store = &self.inner;
         without_gil(py, || {
             store.pull(
