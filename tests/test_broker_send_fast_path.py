@@ -54,7 +54,7 @@ def _random_request(rng: random.Random) -> pb.SendRequest:
         if rng.random() < 0.3:
             message.flag = rng.randrange(-(2**31), 2**31)
         if rng.random() < 0.2:
-            message.born_timestamp = rng.randrange(1, 2**40)
+            message.born_timestamp = rng.randrange(1, 2**40)  # below any real "now"
     return request
 
 
@@ -121,6 +121,7 @@ def test_stores_what_the_python_path_stores(tmp_path: Path) -> None:
             assert answer.sequence == expected.sequence
             assert len(answer.store_timestamps) == len(expected.store_timestamps)
             sent += 1
+        given = 0
         for queue_id in range(2):
             end = checked.max_offset(TOPIC, queue_id)
             assert fast.max_offset(TOPIC, queue_id) == end
@@ -131,3 +132,7 @@ def test_stores_what_the_python_path_stores(tmp_path: Path) -> None:
             ):
                 for field in ("body", "tags", "keys", "properties", "flag", "born_host"):
                     assert getattr(a, field) == getattr(b, field), field
+                if a.born_timestamp < 2**40:  # given in the request, not the time of the put
+                    assert a.born_timestamp == b.born_timestamp
+                    given += 1
+        assert given > 0

@@ -35,7 +35,8 @@ __version__: str
 class Message:
     """One stored message, or a message to store (``put_batch``).
 
-    Build one with ``Message(body, tags=..., keys=..., properties=..., flag=...)``;
+    Build one with ``Message(body, tags=..., keys=..., properties=..., flag=...,
+    born_timestamp=...)`` (milliseconds; unset means the time of the put);
     the store fills in the remaining fields when it reads a message back.
     """
 
@@ -47,6 +48,7 @@ class Message:
         keys: Sequence[str] | None = None,
         properties: Mapping[str, str] | None = None,
         flag: int = 0,
+        born_timestamp: int | None = None,
     ) -> Message: ...
     @property
     def topic(self) -> str: ...

@@ -99,7 +99,7 @@ pub fn checked_i32(py: Python<'_>, argument: &'static str, value: i64) -> PyResu
 #[pymethods]
 impl PyMessage {
     #[new]
-    #[pyo3(signature = (body, *, tags=None, keys=None, properties=None, flag=0))]
+    #[pyo3(signature = (body, *, tags=None, keys=None, properties=None, flag=0, born_timestamp=None))]
     fn new(
         py: Python<'_>,
         body: Bound<'_, PyBytes>,
@@ -107,6 +107,7 @@ impl PyMessage {
         keys: Option<&Bound<'_, PyAny>>,
         properties: Option<&Bound<'_, PyAny>>,
         flag: i64,
+        born_timestamp: Option<i64>,
     ) -> PyResult<Self> {
         Ok(PyMessage {
             topic: String::new(),
@@ -118,7 +119,8 @@ impl PyMessage {
             tags,
             keys: extract_keys(py, keys)?,
             properties: extract_properties(py, properties)?,
-            born_timestamp: 0,
+            // 0 stands for "not given": the store then uses the time of the put.
+            born_timestamp: born_timestamp.unwrap_or(0),
             store_timestamp: 0,
             born_host: String::new(),
             store_host: String::new(),

@@ -28,7 +28,7 @@ mod message {
     pub const KEYS: u32 = 3;
     pub const PROPERTIES: u32 = 4;
     pub const FLAG: u32 = 5;
-    // 6 (born_timestamp) is read past: the Python path does not store it either.
+    pub const BORN_TIMESTAMP: u32 = 6;
 }
 
 mod response {
@@ -51,6 +51,8 @@ struct MessageSpans {
     keys: Vec<String>,
     properties: Vec<(String, String)>,
     flag: i32,
+    /// 0: not given (the store uses the time of the put).
+    born_timestamp: i64,
 }
 
 #[pyclass(name = "SendBatch", module = "rmq._rmqcore", frozen)]
@@ -95,7 +97,7 @@ impl PySendBatch {
                 keys: message.keys.clone(),
                 properties: message.properties.clone(),
                 flag: message.flag,
-                born_timestamp: None,
+                born_timestamp: (message.born_timestamp != 0).then_some(message.born_timestamp),
                 born_host,
             })
             .collect()
@@ -189,6 +191,7 @@ fn decode_message(bytes: &[u8], offset: usize) -> Option<MessageSpans> {
         keys: Vec::new(),
         properties: Vec::new(),
         flag: 0,
+        born_timestamp: 0,
     };
     let mut reader = WireReader::new(bytes);
     while let Some((field, value)) = reader.next_field()? {
@@ -207,8 +210,11 @@ fn decode_message(bytes: &[u8], offset: usize) -> Option<MessageSpans> {
                 spans.properties.push((name, value));
             }
             (message::FLAG, WireValue::Varint(flag)) => spans.flag = flag as i32,
+            (message::BORN_TIMESTAMP, WireValue::Varint(born)) => {
+                spans.born_timestamp = born as i64
+            }
             (message::BODY | message::TAGS | message::KEYS | message::PROPERTIES, _)
-            | (message::FLAG, _) => return None,
+            | (message::FLAG | message::BORN_TIMESTAMP, _) => return None,
             _ => {}
         }
     }

@@ -332,7 +332,8 @@ impl PyStore {
                         keys: message.keys.clone(),
                         properties: message.properties.clone(),
                         flag: message.flag,
-                        born_timestamp: None,
+                        born_timestamp: (message.born_timestamp != 0)
+                            .then_some(message.born_timestamp),
                         born_host,
                     }
                 }

@@ -22,7 +22,13 @@ def engine_messages(messages: Sequence[pb.Message], limits: Limits) -> list[byte
         keys = list(message.keys)
         properties = dict(message.properties)
         check_message(index, message.body, tags, keys, properties, limits)
-        if tags is None and not keys and not properties and not message.flag:
+        if (
+            tags is None
+            and not keys
+            and not properties
+            and not message.flag
+            and not message.born_timestamp
+        ):
             out.append(message.body)
         else:
             out.append(
@@ -32,6 +38,8 @@ def engine_messages(messages: Sequence[pb.Message], limits: Limits) -> list[byte
                     keys=keys or None,
                     properties=properties or None,
                     flag=message.flag,
+                    # 0 means "now" on the wire (broker.proto) and to the store.
+                    born_timestamp=message.born_timestamp or None,
                 )
             )
     return out
