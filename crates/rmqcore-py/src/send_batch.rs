@@ -65,8 +65,6 @@ pub struct PySendBatch {
     #[pyo3(get)]
     sequence: u64,
     messages: Vec<MessageSpans>,
-    body_bytes: usize,
-    largest_body: usize,
 }
 
 impl PySendBatch {
@@ -133,8 +131,6 @@ impl PySendBatch {
             queue_id,
             sequence,
             messages,
-            body_bytes,
-            largest_body,
         })
     }
 
@@ -143,13 +139,12 @@ impl PySendBatch {
     }
 
     fn __repr__(&self) -> String {
+        let body_bytes: usize = self.messages.iter().map(|m| m.body.1 - m.body.0).sum();
         format!(
-            "SendBatch(topic={:?}, queue_id={}, messages={}, body_bytes={}, largest_body={})",
+            "SendBatch(topic={:?}, queue_id={}, messages={}, body_bytes={body_bytes})",
             self.topic,
             self.queue_id,
             self.messages.len(),
-            self.body_bytes,
-            self.largest_body
         )
     }
 }

@@ -93,12 +93,27 @@ def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]
     ) -> Iterator[bytes]:
         host = born_host(context)
         for raw in raw_requests:
+            # The engine's fast path first; the request is parsed in Python only when the
+            # fast path declines it or fails (an error answer needs its sequence).
+            failure: Exception | None = None
+            try:
+                encoded = handler.send_raw(raw, host)
+            except Exception as error:  # reported in the stream, which goes on
+                encoded, failure = None, error
+            if encoded is not None:
+                result = pb.SendResponse.FromString(encoded)
+                yield pb.SendStreamResponse(
+                    sequence=result.sequence, result=result
+                ).SerializeToString()
+                continue
             try:
                 request = parse(pb.SendRequest, raw)
             except DecodeError as error:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
             try:
-                result = pb.SendResponse.FromString(_send_one(handler, raw, host))
+                if failure is not None:
+                    raise failure
+                result = handler.send(request, host)
                 answer = pb.SendStreamResponse(sequence=request.sequence, result=result)
             except Exception as error:  # reported in the stream, which goes on
                 code, message = status_for(error)
