@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::page_warmer::PageWarmer;
+use crate::page_warmer::{PageWarmer, WarmCursor};
 use crate::record::{
     decode_record, encode_blank, encode_record, record_length, DecodeError, Decoded, Placement,
     RecordInput, RecordView, END_FILE_MIN_BLANK_LENGTH,
@@ -98,7 +98,7 @@ pub struct CommitLog {
     segments: SegmentQueue,
     write_offset: AtomicU64,
     /// Set once the store starts writing (`start_warming`); absent for readers.
-    warmer: std::sync::OnceLock<PageWarmer>,
+    warmer: std::sync::OnceLock<(PageWarmer, WarmCursor)>,
 }
 
 impl CommitLog {
@@ -119,13 +119,20 @@ impl CommitLog {
     /// 0 leaves every page to the writer's own first touch.
     pub fn start_warming(&self, window: usize) -> Result<()> {
         if window > 0 && self.warmer.get().is_none() {
-            let _ = self.warmer.set(PageWarmer::start(window)?);
+            let _ = self
+                .warmer
+                .set((PageWarmer::start()?, WarmCursor::new(window)));
         }
         Ok(())
     }
 
+    /// The warming thread, for the files written along with the log.
+    pub fn warmer(&self) -> Option<&PageWarmer> {
+        self.warmer.get().map(|(warmer, _)| warmer)
+    }
+
     pub fn stop_warming(&self) {
-        if let Some(warmer) = self.warmer.get() {
+        if let Some(warmer) = self.warmer() {
             warmer.stop();
         }
     }
@@ -216,8 +223,8 @@ impl CommitLog {
             offset += *length as u64;
         }
         self.set_write_offset(offset);
-        if let Some(warmer) = self.warmer.get() {
-            warmer.written_to(&segment, position);
+        if let Some((warmer, cursor)) = self.warmer.get() {
+            warmer.written_to(cursor, &segment, position);
         }
         Ok(AppendedBatch {
             segment,

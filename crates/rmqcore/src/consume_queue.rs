@@ -8,15 +8,22 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
 
 use crate::big_endian::{read_i32, read_i64, write_i32, write_i64};
 use crate::error::{Error, Result};
+use crate::page_warmer::{PageWarmer, WarmCursor};
+use crate::segment::Segment;
 use crate::segment_queue::SegmentQueue;
 
 pub const ENTRY_SIZE: usize = 20;
 /// Disk blocks of a queue file are reserved this far ahead of the writer: small, so a
 /// quiet queue costs little.
 const CONSUME_QUEUE_ALLOCATION_CHUNK: usize = 16 * 1024;
+/// Pages this far ahead of the queue's writer are faulted in by the store's warming
+/// thread (`page_warmer.rs`): about 13,000 entries, a few milliseconds of a fast writer,
+/// small enough that many busy queues cost little memory.
+const CONSUME_QUEUE_WARM_WINDOW: usize = 256 * 1024;
 const PHYSICAL_OFFSET_AT: usize = 0;
 const SIZE_AT: usize = 8;
 const TAGS_CODE_AT: usize = 12;
@@ -71,6 +78,7 @@ pub struct ConsumeQueue {
     max_offset: AtomicI64,
     /// Set by `append`, cleared by `flush`, so a flush skips idle queues.
     dirty: AtomicBool,
+    warm_cursor: WarmCursor,
 }
 
 impl ConsumeQueue {
@@ -111,6 +119,7 @@ impl ConsumeQueue {
             min_offset: AtomicI64::new(0),
             max_offset: AtomicI64::new(0),
             dirty: AtomicBool::new(false),
+            warm_cursor: WarmCursor::new(CONSUME_QUEUE_WARM_WINDOW),
         };
         queue.find_bounds();
         Ok(queue)
@@ -215,51 +224,82 @@ impl ConsumeQueue {
     /// Append the entry for `queue_offset`, which must be the next one. A new file for a
     /// queue that starts past zero is padded with placeholders, as RocketMQ does.
     pub fn append(&self, queue_offset: i64, entry: CqEntry) -> Result<()> {
+        self.append_all(queue_offset, &[entry], None)
+    }
+
+    /// Append `entries` for the queue offsets from `first_offset` on; the first must be
+    /// the next one. Each file is looked up and reserved once per call, not per entry;
+    /// with a `warmer`, the pages ahead are faulted in on its thread.
+    pub fn append_all(
+        &self,
+        first_offset: i64,
+        entries: &[CqEntry],
+        warmer: Option<&PageWarmer>,
+    ) -> Result<()> {
         let max = self.max_offset();
-        if queue_offset != max && !(self.segments.is_empty() && queue_offset >= 0) {
+        if first_offset != max && !(self.segments.is_empty() && first_offset >= 0) {
             return Err(Error::corrupt(
                 self.dir(),
-                (queue_offset.max(0) as u64) * ENTRY_SIZE as u64,
+                (first_offset.max(0) as u64) * ENTRY_SIZE as u64,
                 format!(
-                    "entry for queue offset {queue_offset} out of order: the queue expects {max}"
+                    "entry for queue offset {first_offset} out of order: the queue expects {max}"
                 ),
             ));
         }
-        let logical = queue_offset as u64 * ENTRY_SIZE as u64;
-        let segment = match self.segments.find(logical) {
-            Some(segment) => segment,
-            None => {
-                let file_size = self.segments.segment_size() as u64;
-                let start = logical / file_size * file_size;
-                let segment = self.segments.create(start)?;
-                if self.max_offset() == 0 && logical > start {
-                    let placeholder = CqEntry {
-                        commitlog_offset: 0,
-                        size: PLACEHOLDER_SIZE,
-                        tags_code: 0,
-                    };
-                    let pad = (logical - start) as usize;
-                    segment.ensure_allocated(pad)?;
-                    // SAFETY: single writer; the new file is not published yet.
-                    let bytes = unsafe { segment.bytes_mut(0, pad) };
-                    for chunk in bytes.chunks_exact_mut(ENTRY_SIZE) {
-                        placeholder.encode(chunk);
-                    }
-                    self.set_min_offset(queue_offset);
-                }
-                segment
+        let mut queue_offset = first_offset;
+        let mut rest = entries;
+        while !rest.is_empty() {
+            let logical = queue_offset as u64 * ENTRY_SIZE as u64;
+            let segment = self.segment_for_append(logical, queue_offset)?;
+            let position = (logical - segment.start_offset()) as usize;
+            let room = (segment.size() - position) / ENTRY_SIZE;
+            let (run, after) = rest.split_at(rest.len().min(room));
+            let length = run.len() * ENTRY_SIZE;
+            segment.ensure_allocated(position + length)?;
+            // SAFETY: single writer; the entries are past max_offset, so unpublished.
+            let bytes = unsafe { segment.bytes_mut(position, length) };
+            for (entry, chunk) in run.iter().zip(bytes.chunks_exact_mut(ENTRY_SIZE)) {
+                entry.encode(chunk);
             }
-        };
-        let position = (logical - segment.start_offset()) as usize;
-        segment.ensure_allocated(position + ENTRY_SIZE)?;
-        // SAFETY: single writer; the entry is past max_offset, so unpublished.
-        entry.encode(unsafe { segment.bytes_mut(position, ENTRY_SIZE) });
-        if self.max_offset() == 0 && self.min_offset() == 0 && queue_offset > 0 {
-            self.set_min_offset(queue_offset);
+            if self.max_offset() == 0 && self.min_offset() == 0 && queue_offset > 0 {
+                self.set_min_offset(queue_offset);
+            }
+            queue_offset += run.len() as i64;
+            self.max_offset.store(queue_offset, Ordering::Release);
+            if let Some(warmer) = warmer {
+                warmer.written_to(&self.warm_cursor, &segment, position + length);
+            }
+            rest = after;
         }
-        self.max_offset.store(queue_offset + 1, Ordering::Release);
         self.dirty.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// The file that holds `logical`, created (and padded with placeholders when the
+    /// queue starts inside it) if it does not exist yet.
+    fn segment_for_append(&self, logical: u64, queue_offset: i64) -> Result<Arc<Segment>> {
+        if let Some(segment) = self.segments.find(logical) {
+            return Ok(segment);
+        }
+        let file_size = self.segments.segment_size() as u64;
+        let start = logical / file_size * file_size;
+        let segment = self.segments.create(start)?;
+        if self.max_offset() == 0 && logical > start {
+            let placeholder = CqEntry {
+                commitlog_offset: 0,
+                size: PLACEHOLDER_SIZE,
+                tags_code: 0,
+            };
+            let pad = (logical - start) as usize;
+            segment.ensure_allocated(pad)?;
+            // SAFETY: single writer; the new file is not published yet.
+            let bytes = unsafe { segment.bytes_mut(0, pad) };
+            for chunk in bytes.chunks_exact_mut(ENTRY_SIZE) {
+                placeholder.encode(chunk);
+            }
+            self.set_min_offset(queue_offset);
+        }
+        Ok(segment)
     }
 
     /// Remove every entry that points at or past `commitlog_end` (recovery truncation):

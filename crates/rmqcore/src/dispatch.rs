@@ -38,9 +38,8 @@ pub fn dispatch_to_consume_queue(
     dispatch_to_queue(&queue, view)
 }
 
-/// Dispatch to `queue`, which the caller looked up for the record's topic and queue id
-/// (the append path does so once per batch).
-pub fn dispatch_to_queue(queue: &ConsumeQueue, view: &RecordView<'_>) -> Result<Dispatched> {
+/// Dispatch to `queue`, the record's own (replay: entries already present are skipped).
+fn dispatch_to_queue(queue: &ConsumeQueue, view: &RecordView<'_>) -> Result<Dispatched> {
     if !view.is_dispatched_to_consume_queue() {
         return Ok(Dispatched::NotQueued);
     }
@@ -61,11 +60,15 @@ pub fn dispatch_to_queue(queue: &ConsumeQueue, view: &RecordView<'_>) -> Result<
             ),
         ));
     }
-    let entry = CqEntry {
+    queue.append(view.queue_offset, queue_entry_of(view))?;
+    Ok(Dispatched::Appended)
+}
+
+/// The consume-queue entry that stands for a record.
+pub fn queue_entry_of(view: &RecordView<'_>) -> CqEntry {
+    CqEntry {
         commitlog_offset: view.physical_offset,
         size: i32::try_from(view.total_size).expect("record sizes fit i32"),
         tags_code: tags_code_of(view),
-    };
-    queue.append(view.queue_offset, entry)?;
-    Ok(Dispatched::Appended)
+    }
 }

@@ -28,7 +28,7 @@ use crate::clock::now_millis;
 use crate::error::{Error, IoContext, Result};
 use crate::index_compaction::{compact, CompactedIndexFile};
 use crate::index_file::{index_key_hash, IndexFile, IndexGeometry};
-use crate::properties::{KEY_SEPARATOR, PROPERTY_KEYS};
+use crate::properties::KEY_SEPARATOR;
 use crate::record::{sys_flag, RecordView};
 
 pub const INDEX_DIR: &str = "index";
@@ -36,24 +36,37 @@ pub const COMPACTED_INDEX_DIR: &str = "index_compacted";
 /// `yyyyMMddHHmmssSSS`.
 const NAME_DIGITS: usize = 17;
 
-/// The keys a record is indexed under, in RocketMQ's order: `UNIQ_KEY`, then each
-/// non-empty `KEYS` token. Empty for ROLLBACK records, which are never indexed.
-pub fn index_keys(view: &RecordView<'_>) -> Vec<String> {
+/// Visit the keys a record is indexed under, in RocketMQ's order: `UNIQ_KEY`, then each
+/// non-empty `KEYS` token. None for ROLLBACK records, which are never indexed.
+fn visit_index_keys(
+    view: &RecordView<'_>,
+    mut visit: impl FnMut(&str) -> Result<()>,
+) -> Result<()> {
     if view.transaction_type() == sys_flag::TRANSACTION_ROLLBACK {
-        return Vec::new();
+        return Ok(());
     }
+    let properties = view.dispatch_properties();
+    if let Some(uniq) = properties.uniq_key.filter(|uniq| !uniq.is_empty()) {
+        visit(&String::from_utf8_lossy(uniq))?;
+    }
+    if let Some(raw) = properties.keys {
+        for key in String::from_utf8_lossy(raw).split(KEY_SEPARATOR) {
+            if !key.is_empty() {
+                visit(key)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The keys a record is indexed under (see `visit_index_keys`).
+pub fn index_keys(view: &RecordView<'_>) -> Vec<String> {
     let mut keys = Vec::new();
-    if let Some(uniq) = view.uniq_key().filter(|uniq| !uniq.is_empty()) {
-        keys.push(String::from_utf8_lossy(uniq).into_owned());
-    }
-    if let Some(raw) = view.property(PROPERTY_KEYS) {
-        keys.extend(
-            String::from_utf8_lossy(raw)
-                .split(KEY_SEPARATOR)
-                .filter(|key| !key.is_empty())
-                .map(str::to_owned),
-        );
-    }
+    visit_index_keys(view, |key| {
+        keys.push(key.to_owned());
+        Ok(())
+    })
+    .expect("collecting keys cannot fail");
     keys
 }
 
@@ -414,18 +427,16 @@ impl IndexService {
         if view.physical_offset < writer.next_offset {
             return Ok(());
         }
-        let keys = index_keys(view);
-        if !keys.is_empty() {
-            let topic = view.topic_str();
-            for key in &keys {
-                self.put_key(
-                    &mut writer,
-                    index_key_hash(&topic, key),
-                    view.physical_offset,
-                    view.store_timestamp,
-                )?;
-            }
-        }
+        let mut topic = None;
+        visit_index_keys(view, |key| {
+            let topic = topic.get_or_insert_with(|| view.topic_str());
+            self.put_key(
+                &mut writer,
+                index_key_hash(topic, key),
+                view.physical_offset,
+                view.store_timestamp,
+            )
+        })?;
         writer.next_offset = view.physical_offset + view.total_size as i64;
         Ok(())
     }

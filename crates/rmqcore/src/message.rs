@@ -8,7 +8,7 @@ use crate::crc_property::{CRC_PROPERTY_NAME, CRC_PROPERTY_PLACEHOLDER};
 use crate::error::{Error, Result};
 use crate::msg_id::create_msg_id;
 use crate::properties::{
-    check_property_text, decode_properties, encode_properties, KEY_SEPARATOR,
+    check_property_text, decode_properties, encode_properties_into, KEY_SEPARATOR,
     MAX_PROPERTIES_LENGTH, PROPERTY_KEYS, PROPERTY_TAGS,
 };
 use crate::record::RecordView;
@@ -54,13 +54,13 @@ impl<'a> MessageDraft<'a> {
                 format!("the body is {} bytes, more than the maximum of {max_message_size} (max_message_size)", self.body.len()),
             ));
         }
-        let mut entries: Vec<(&str, &str)> = Vec::with_capacity(self.properties.len() + 2);
-        if let Some(tags) = &self.tags {
-            check_property_text("tags", tags)?;
-            if !tags.is_empty() {
-                entries.push((PROPERTY_TAGS, tags));
+        let tags = match &self.tags {
+            Some(tags) => {
+                check_property_text("tags", tags)?;
+                (!tags.is_empty()).then_some((PROPERTY_TAGS, tags.as_str()))
             }
-        }
+            None => None,
+        };
         for key in &self.keys {
             if key.is_empty() {
                 return Err(Error::invalid("keys", "a key is empty"));
@@ -74,10 +74,8 @@ impl<'a> MessageDraft<'a> {
             check_property_text("keys", key)?;
         }
         let joined_keys = self.keys.join(" ");
-        if !joined_keys.is_empty() {
-            entries.push((PROPERTY_KEYS, &joined_keys));
-        }
-        for (name, value) in &self.properties {
+        let keys = (!joined_keys.is_empty()).then_some((PROPERTY_KEYS, joined_keys.as_str()));
+        for (name, _) in &self.properties {
             if name == CRC_PROPERTY_NAME {
                 return Err(Error::invalid(
                     "properties",
@@ -93,9 +91,24 @@ impl<'a> MessageDraft<'a> {
                     ),
                 ));
             }
-            entries.push((name, value));
         }
-        let mut properties = encode_properties(entries)?;
+        let entries = tags.into_iter().chain(keys).chain(
+            self.properties
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        );
+        // One allocation of the final size: name, value and two separators per entry.
+        let capacity = entries
+            .clone()
+            .map(|(name, value)| name.len() + value.len() + 2)
+            .sum::<usize>()
+            + if with_record_crc {
+                CRC_PROPERTY_PLACEHOLDER.len()
+            } else {
+                0
+            };
+        let mut properties = Vec::with_capacity(capacity);
+        encode_properties_into(&mut properties, entries)?;
         if with_record_crc {
             properties.extend_from_slice(CRC_PROPERTY_PLACEHOLDER);
             if properties.len() > MAX_PROPERTIES_LENGTH {

@@ -25,6 +25,9 @@ use crate::segment::Segment;
 /// Requests are sent when the writer has moved this fraction of the window past the last
 /// request, so the channel sees a few sends per window, not one per append.
 const REQUEST_STEPS_PER_WINDOW: usize = 4;
+/// Requests waiting for the thread: a few windows' worth for the commit log and for the
+/// consume queues being written.
+const QUEUED_REQUESTS: usize = 32;
 /// Pages are populated this many bytes at a time, so a request for a segment that was
 /// deleted meanwhile is abandoned quickly.
 const POPULATE_PIECE: usize = 1 << 20;
@@ -35,54 +38,67 @@ struct WarmRequest {
     to: usize,
 }
 
-pub struct PageWarmer {
+/// How far ahead of one writer's position warming was requested: one per file sequence
+/// (the commit log, each consume queue), each with its own window.
+#[derive(Debug)]
+pub struct WarmCursor {
     window: usize,
     step: usize,
     /// The segment (by start offset) and the position up to which warming was requested.
     requested_segment: AtomicU64,
     requested_to: AtomicUsize,
+}
+
+impl WarmCursor {
+    pub fn new(window: usize) -> Self {
+        WarmCursor {
+            window,
+            step: (window / REQUEST_STEPS_PER_WINDOW).max(4096),
+            requested_segment: AtomicU64::new(u64::MAX),
+            requested_to: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// The warming thread, shared by every file sequence of a store.
+pub struct PageWarmer {
     sender: Mutex<Option<SyncSender<WarmRequest>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for PageWarmer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PageWarmer")
-            .field("window", &self.window)
-            .finish()
+        f.debug_struct("PageWarmer").finish_non_exhaustive()
     }
 }
 
 impl PageWarmer {
-    /// Start the warming thread, keeping `window` bytes ahead of the writer populated.
-    pub fn start(window: usize) -> Result<Self> {
-        let (sender, receiver) = sync_channel(REQUEST_STEPS_PER_WINDOW * 2);
+    pub fn start() -> Result<Self> {
+        let (sender, receiver) = sync_channel(QUEUED_REQUESTS);
         let thread = std::thread::Builder::new()
             .name("rmq-warm".into())
             .spawn(move || warm_requests(&receiver))
             .map_err(|error| Error::io("rmq-warm thread", error))?;
         Ok(PageWarmer {
-            window,
-            step: (window / REQUEST_STEPS_PER_WINDOW).max(4096),
-            requested_segment: AtomicU64::new(u64::MAX),
-            requested_to: AtomicUsize::new(0),
             sender: Mutex::new(Some(sender)),
             thread: Mutex::new(Some(thread)),
         })
     }
 
-    /// The writer has written `segment` up to `position`: make sure the pages of the next
-    /// `window` bytes are being warmed. Never blocks; called by the single writer.
-    pub fn written_to(&self, segment: &Arc<Segment>, position: usize) {
-        let same_segment = self.requested_segment.load(Ordering::Relaxed) == segment.start_offset();
+    /// The writer behind `cursor` has written `segment` up to `position`: make sure the
+    /// pages of the cursor's window past it are being warmed. Never blocks; called by
+    /// that sequence's single writer.
+    pub fn written_to(&self, cursor: &WarmCursor, segment: &Arc<Segment>, position: usize) {
+        let same_segment =
+            cursor.requested_segment.load(Ordering::Relaxed) == segment.start_offset();
         let requested = if same_segment {
-            self.requested_to.load(Ordering::Relaxed)
+            cursor.requested_to.load(Ordering::Relaxed)
         } else {
             0
         };
-        let target = position.saturating_add(self.window).min(segment.size());
+        let target = position.saturating_add(cursor.window).min(segment.size());
         let overtaken = requested <= position;
-        if !overtaken && target < requested.saturating_add(self.step) {
+        if !overtaken && target < requested.saturating_add(cursor.step) {
             return;
         }
         let from = requested.max(position);
@@ -103,9 +119,10 @@ impl PageWarmer {
             // pages until it catches up.
             .is_some_and(|sender| sender.try_send(request).is_ok());
         if sent {
-            self.requested_segment
+            cursor
+                .requested_segment
                 .store(segment.start_offset(), Ordering::Relaxed);
-            self.requested_to.store(target, Ordering::Relaxed);
+            cursor.requested_to.store(target, Ordering::Relaxed);
         }
     }
 
@@ -160,8 +177,8 @@ mod tests {
         let segment = Arc::new(Segment::create(dir.path(), 0, size, 1 << 20).unwrap());
         // SAFETY: the test is the only writer.
         unsafe { segment.bytes_mut(0, 5) }.copy_from_slice(b"hello");
-        let warmer = PageWarmer::start(2 << 20).unwrap();
-        warmer.written_to(&segment, 5);
+        let warmer = PageWarmer::start().unwrap();
+        warmer.written_to(&WarmCursor::new(2 << 20), &segment, 5);
         let deadline = Instant::now() + Duration::from_secs(10);
         while allocated_bytes(&segment) < 2 << 20 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
@@ -180,31 +197,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = Arc::new(Segment::create(dir.path(), 0, 1 << 20, 0).unwrap());
         let second = Arc::new(Segment::create(dir.path(), 1 << 20, 1 << 20, 0).unwrap());
-        let warmer = PageWarmer::start(256 << 10).unwrap();
-        warmer.written_to(&first, 100);
+        let warmer = PageWarmer::start().unwrap();
+        let cursor = WarmCursor::new(256 << 10);
+        warmer.written_to(&cursor, &first, 100);
         assert_eq!(
-            warmer.requested_to.load(Ordering::Relaxed),
+            cursor.requested_to.load(Ordering::Relaxed),
             100 + (256 << 10)
         );
         // Less than a step further: no new request.
-        warmer.written_to(&first, 200);
+        warmer.written_to(&cursor, &first, 200);
         assert_eq!(
-            warmer.requested_to.load(Ordering::Relaxed),
+            cursor.requested_to.load(Ordering::Relaxed),
             100 + (256 << 10)
         );
         // Near the end of the segment the window is cut at its size.
-        warmer.written_to(&first, (1 << 20) - 10);
-        assert_eq!(warmer.requested_to.load(Ordering::Relaxed), 1 << 20);
+        warmer.written_to(&cursor, &first, (1 << 20) - 10);
+        assert_eq!(cursor.requested_to.load(Ordering::Relaxed), 1 << 20);
         // A new segment starts over from the writer's position.
-        warmer.written_to(&second, 0);
+        warmer.written_to(&cursor, &second, 0);
         assert_eq!(
-            warmer.requested_segment.load(Ordering::Relaxed),
+            cursor.requested_segment.load(Ordering::Relaxed),
             second.start_offset()
         );
-        assert_eq!(warmer.requested_to.load(Ordering::Relaxed), 256 << 10);
+        assert_eq!(cursor.requested_to.load(Ordering::Relaxed), 256 << 10);
         warmer.stop();
         // Stopped: nothing is sent any more, and nothing fails.
-        warmer.written_to(&second, 600 << 10);
-        assert_eq!(warmer.requested_to.load(Ordering::Relaxed), 256 << 10);
+        warmer.written_to(&cursor, &second, 600 << 10);
+        assert_eq!(cursor.requested_to.load(Ordering::Relaxed), 256 << 10);
     }
 }

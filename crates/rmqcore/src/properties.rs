@@ -33,6 +33,15 @@ pub fn encode_properties<'a>(
     entries: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Result<Vec<u8>> {
     let mut out = Vec::new();
+    encode_properties_into(&mut out, entries)?;
+    Ok(out)
+}
+
+/// `encode_properties`, appending to `out` (which then must not exceed the limit).
+pub fn encode_properties_into<'a>(
+    out: &mut Vec<u8>,
+    entries: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<()> {
     for (name, value) in entries {
         if name.is_empty() {
             return Err(Error::invalid("properties", "a property name is empty"));
@@ -59,42 +68,67 @@ pub fn encode_properties<'a>(
             ),
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Decode as RocketMQ does: split on 0x02, the first 0x01 separates name from value,
 /// entries with an empty name or value are dropped, a repeated name keeps the later value.
 pub fn decode_properties(bytes: &[u8]) -> Vec<(String, String)> {
-    let mut entries: Vec<(String, String)> = Vec::new();
-    for part in bytes.split(|b| *b == PROPERTY_SEPARATOR) {
-        let Some(split) = part.iter().position(|b| *b == NAME_VALUE_SEPARATOR) else {
-            continue;
-        };
-        let (name, value) = (&part[..split], &part[split + 1..]);
-        if name.is_empty() || value.is_empty() {
-            continue;
-        }
+    let mut decoded: Vec<(String, String)> = Vec::new();
+    for (name, value) in entries(bytes) {
         let name = String::from_utf8_lossy(name).into_owned();
         let value = String::from_utf8_lossy(value).into_owned();
-        match entries.iter_mut().find(|(existing, _)| *existing == name) {
+        match decoded.iter_mut().find(|(existing, _)| *existing == name) {
             Some(entry) => entry.1 = value,
-            None => entries.push((name, value)),
+            None => decoded.push((name, value)),
         }
     }
-    entries
+    decoded
 }
 
-/// Find one property's value in encoded bytes without decoding the rest.
+/// The entries of encoded properties as `(name, value)` byte slices, in order, skipping
+/// what RocketMQ's parser drops (no 0x01, empty name or value).
+fn entries(bytes: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    bytes
+        .split(|b| *b == PROPERTY_SEPARATOR)
+        .filter_map(|part| {
+            let split = part.iter().position(|b| *b == NAME_VALUE_SEPARATOR)?;
+            (split > 0 && split + 1 < part.len()).then(|| (&part[..split], &part[split + 1..]))
+        })
+}
+
+/// Find one property's value in encoded bytes without decoding the rest. A repeated name
+/// yields its last value, as in RocketMQ's map.
 pub fn find_property<'a>(bytes: &'a [u8], wanted: &str) -> Option<&'a [u8]> {
-    let mut found = None;
-    for part in bytes.split(|b| *b == PROPERTY_SEPARATOR) {
-        if let Some(split) = part.iter().position(|b| *b == NAME_VALUE_SEPARATOR) {
-            if &part[..split] == wanted.as_bytes() && split + 1 < part.len() {
-                found = Some(&part[split + 1..]);
-            }
+    entries(bytes)
+        .filter(|(name, _)| *name == wanted.as_bytes())
+        .last()
+        .map(|(_, value)| value)
+}
+
+/// The properties that dispatch needs (the consume queue's tags code and the index's
+/// keys), found in one pass instead of one search each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DispatchProperties<'a> {
+    pub tags: Option<&'a [u8]>,
+    pub keys: Option<&'a [u8]>,
+    pub uniq_key: Option<&'a [u8]>,
+}
+
+impl<'a> DispatchProperties<'a> {
+    pub fn scan(bytes: &'a [u8]) -> Self {
+        let mut found = DispatchProperties::default();
+        for (name, value) in entries(bytes) {
+            let slot = match name {
+                b"TAGS" => &mut found.tags,
+                b"KEYS" => &mut found.keys,
+                b"UNIQ_KEY" => &mut found.uniq_key,
+                _ => continue,
+            };
+            *slot = Some(value);
         }
+        found
     }
-    found
 }
 
 #[cfg(test)]
@@ -117,6 +151,26 @@ mod tests {
         );
         assert_eq!(find_property(&encoded, "WAIT"), Some(&b"true"[..]));
         assert_eq!(find_property(&encoded, "DELAY"), None);
+    }
+
+    #[test]
+    fn dispatch_scan_agrees_with_find_property() {
+        let samples: [&[u8]; 6] = [
+            b"",
+            b"TAGS\x01a\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01u\x02",
+            b"TAGS\x01a\x02TAGS\x01b\x02",
+            b"TAGS\x01\x02KEYS\x02\x01x\x02UNIQ_KEY\x01u",
+            b"__CRC32#\x010000000000\x02",
+            b"\x01TAGS\x02TAGSX\x01y\x02KEYS\x01\x01z\x02",
+        ];
+        for bytes in samples {
+            let scanned = DispatchProperties::scan(bytes);
+            assert_eq!(scanned.tags, find_property(bytes, PROPERTY_TAGS));
+            assert_eq!(scanned.keys, find_property(bytes, PROPERTY_KEYS));
+            assert_eq!(scanned.uniq_key, find_property(bytes, PROPERTY_UNIQ_KEY));
+        }
+        let both = DispatchProperties::scan(samples[2]);
+        assert_eq!(both.tags, Some(&b"b"[..]), "the later value wins");
     }
 
     #[test]

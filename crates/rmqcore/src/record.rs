@@ -4,13 +4,12 @@
 //! Field positions up to the born host are fixed; the rest shift by 12 bytes for each
 //! IPv6 host, so they are computed from the sys flag rather than named as constants.
 
+use std::cell::OnceCell;
 use std::net::SocketAddr;
 
 use crate::big_endian::{read_i16, read_i32, read_i64, write_i16, write_i32, write_i64};
 use crate::host::{decode_host, encode_host, encoded_length, IPV4_HOST_LENGTH, IPV6_HOST_LENGTH};
-use crate::properties::{
-    find_property, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY,
-};
+use crate::properties::{find_property, DispatchProperties, KEY_SEPARATOR};
 
 pub const MAGIC_V1: i32 = 0xDAA3_20A7_u32 as i32;
 pub const MAGIC_V2: i32 = 0xDAA3_20AB_u32 as i32;
@@ -205,6 +204,9 @@ pub struct RecordView<'a> {
     pub body: &'a [u8],
     pub topic: &'a [u8],
     pub properties: &'a [u8],
+    /// Tags and keys, found in one pass over `properties` the first time any is asked
+    /// for: dispatch asks for all three of each record it writes.
+    dispatch_properties: OnceCell<DispatchProperties<'a>>,
 }
 
 impl<'a> RecordView<'a> {
@@ -216,13 +218,19 @@ impl<'a> RecordView<'a> {
         find_property(self.properties, name)
     }
 
+    pub fn dispatch_properties(&self) -> DispatchProperties<'a> {
+        *self
+            .dispatch_properties
+            .get_or_init(|| DispatchProperties::scan(self.properties))
+    }
+
     pub fn tags(&self) -> Option<&'a [u8]> {
-        self.property(PROPERTY_TAGS)
+        self.dispatch_properties().tags
     }
 
     /// The `KEYS` tokens (split on a single space, empty tokens dropped).
     pub fn keys(&self) -> Vec<String> {
-        match self.property(PROPERTY_KEYS) {
+        match self.dispatch_properties().keys {
             Some(raw) => String::from_utf8_lossy(raw)
                 .split(KEY_SEPARATOR)
                 .filter(|key| !key.is_empty())
@@ -233,7 +241,7 @@ impl<'a> RecordView<'a> {
     }
 
     pub fn uniq_key(&self) -> Option<&'a [u8]> {
-        self.property(PROPERTY_UNIQ_KEY)
+        self.dispatch_properties().uniq_key
     }
 
     pub fn transaction_type(&self) -> i32 {
@@ -251,6 +259,8 @@ impl<'a> RecordView<'a> {
 
 /// The outcome of reading at a position.
 #[derive(Debug, Clone)]
+// Returned by value for every record read; boxing the record would allocate each time.
+#[allow(clippy::large_enum_variant)]
 pub enum Decoded<'a> {
     Record(RecordView<'a>),
     /// End-of-segment blank: the log continues at the next segment.
@@ -415,6 +425,7 @@ pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, De
         body,
         topic: &record[topic_at..topic_at + topic_length],
         properties: &record[properties_at..properties_at + properties_length],
+        dispatch_properties: OnceCell::new(),
     };
     if check_body_crc && crate::crc_property::check_crc_property(&view, record) == Some(false) {
         return Err(DecodeError::RecordCrcMismatch);

@@ -86,6 +86,8 @@ pub struct SegmentRecord<'a> {
 
 /// The outcome of reading at one position.
 #[derive(Debug, Clone)]
+// Returned by value for every record read; boxing the record would allocate each time.
+#[allow(clippy::large_enum_variant)]
 pub enum Step<'a> {
     Record(SegmentRecord<'a>),
     End(SegmentEnd),

@@ -18,7 +18,7 @@ use crate::commit_log::CommitLog;
 use crate::consume_queue_table::ConsumeQueueTable;
 use crate::consumer_offsets::ConsumerOffsetTable;
 use crate::disk_usage::{DiskGuard, DiskUsage};
-use crate::dispatch::{dispatch_to_consume_queue, dispatch_to_queue};
+use crate::dispatch::{dispatch_to_consume_queue, queue_entry_of};
 use crate::error::{Error, IoContext, Result};
 use crate::flush_service::FlushService;
 use crate::index_file::IndexGeometry;
@@ -349,11 +349,22 @@ impl Store {
                 .map_err(|error| self.inner.explain_disk_full(error))?;
             // Queue and index entries come from the record bytes as written, as in
             // recovery, so the derived files always agree with the log.
-            let dispatched = appended.records.iter().try_for_each(|placed| {
-                let view = appended.view(placed)?;
-                dispatch_to_queue(&queue, &view)?;
-                self.inner.index.dispatch(&view)
-            });
+            // Every record of a put goes to the consume queue (no transaction flags), at
+            // consecutive offsets from `first_queue_offset`; the entries are appended
+            // together so each queue file is looked up once per batch.
+            let dispatched = appended
+                .records
+                .iter()
+                .map(|placed| {
+                    let view = appended.view(placed)?;
+                    self.inner.index.dispatch(&view)?;
+                    Ok(queue_entry_of(&view))
+                })
+                .collect::<Result<Vec<_>>>()
+                .and_then(|entries| {
+                    let warmer = self.inner.commit_log.warmer();
+                    queue.append_all(first_queue_offset, &entries, warmer)
+                });
             if let Err(error) = dispatched {
                 // All or nothing: a batch whose queue or index entries cannot be written
                 // (a full disk) is taken back out of the log. Index entries already
