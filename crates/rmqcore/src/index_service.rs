@@ -420,25 +420,15 @@ impl IndexService {
     /// Index one record (dispatch): skipped when it lies below the point the index is
     /// complete up to (replay after a restart).
     pub fn dispatch(&self, view: &RecordView<'_>) -> Result<()> {
-        if !self.shared.writable {
-            return Ok(());
+        self.batch().dispatch(view)
+    }
+
+    /// Index several records in order under one lock (the append path's batch).
+    pub fn batch(&self) -> IndexBatch<'_> {
+        IndexBatch {
+            service: self,
+            writer: self.shared.writable.then(|| self.writer()),
         }
-        let mut writer = self.writer();
-        if view.physical_offset < writer.next_offset {
-            return Ok(());
-        }
-        let mut topic = None;
-        visit_index_keys(view, |key| {
-            let topic = topic.get_or_insert_with(|| view.topic_str());
-            self.put_key(
-                &mut writer,
-                index_key_hash(topic, key),
-                view.physical_offset,
-                view.store_timestamp,
-            )
-        })?;
-        writer.next_offset = view.physical_offset + view.total_size as i64;
-        Ok(())
     }
 
     fn put_key(
@@ -922,6 +912,36 @@ fn visit_compacted(
         }
     }
     Ok(ControlFlow::Continue(()))
+}
+
+/// Records being indexed under one hold of the writer lock (`IndexService::batch`).
+pub struct IndexBatch<'s> {
+    service: &'s IndexService,
+    /// None for a read-only index, which indexes nothing.
+    writer: Option<MutexGuard<'s, WriterState>>,
+}
+
+impl IndexBatch<'_> {
+    pub fn dispatch(&mut self, view: &RecordView<'_>) -> Result<()> {
+        let Some(writer) = self.writer.as_deref_mut() else {
+            return Ok(());
+        };
+        if view.physical_offset < writer.next_offset {
+            return Ok(());
+        }
+        let mut topic = None;
+        visit_index_keys(view, |key| {
+            let topic = topic.get_or_insert_with(|| view.topic_str());
+            self.service.put_key(
+                writer,
+                index_key_hash(topic, key),
+                view.physical_offset,
+                view.store_timestamp,
+            )
+        })?;
+        writer.next_offset = view.physical_offset + view.total_size as i64;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

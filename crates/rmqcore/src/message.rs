@@ -1,6 +1,7 @@
 //! Messages as the store's callers see them: a draft to append, and a stored message read
 //! back with every field of its record.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use crate::body_crc::body_crc;
@@ -32,7 +33,9 @@ pub struct MessageDraft<'a> {
 pub struct PreparedMessage<'a> {
     pub body: &'a [u8],
     pub body_crc: i32,
-    pub properties: Vec<u8>,
+    /// Borrowed when nothing but the record CRC's placeholder (or nothing) is stored,
+    /// which saves an allocation per message.
+    pub properties: Cow<'static, [u8]>,
     pub flag: i32,
     pub born_timestamp: Option<i64>,
     pub born_host: Option<SocketAddr>,
@@ -101,23 +104,32 @@ impl<'a> MessageDraft<'a> {
         let capacity = entries
             .clone()
             .map(|(name, value)| name.len() + value.len() + 2)
-            .sum::<usize>()
-            + if with_record_crc {
+            .sum::<usize>();
+        let properties = if capacity == 0 {
+            Cow::Borrowed(if with_record_crc {
+                &CRC_PROPERTY_PLACEHOLDER[..]
+            } else {
+                &[][..]
+            })
+        } else {
+            let crc_length = if with_record_crc {
                 CRC_PROPERTY_PLACEHOLDER.len()
             } else {
                 0
             };
-        let mut properties = Vec::with_capacity(capacity);
-        encode_properties_into(&mut properties, entries)?;
-        if with_record_crc {
-            properties.extend_from_slice(CRC_PROPERTY_PLACEHOLDER);
-            if properties.len() > MAX_PROPERTIES_LENGTH {
-                return Err(Error::invalid(
-                    "properties",
-                    format!("encoded properties are {} bytes with the record CRC, more than {MAX_PROPERTIES_LENGTH}", properties.len()),
-                ));
+            let mut properties = Vec::with_capacity(capacity + crc_length);
+            encode_properties_into(&mut properties, entries)?;
+            if with_record_crc {
+                properties.extend_from_slice(CRC_PROPERTY_PLACEHOLDER);
+                if properties.len() > MAX_PROPERTIES_LENGTH {
+                    return Err(Error::invalid(
+                        "properties",
+                        format!("encoded properties are {} bytes with the record CRC, more than {MAX_PROPERTIES_LENGTH}", properties.len()),
+                    ));
+                }
             }
-        }
+            Cow::Owned(properties)
+        };
         Ok(PreparedMessage {
             body: self.body,
             body_crc: body_crc(self.body),

@@ -119,10 +119,11 @@ impl<'a> DispatchProperties<'a> {
     pub fn scan(bytes: &'a [u8]) -> Self {
         let mut found = DispatchProperties::default();
         for (name, value) in entries(bytes) {
-            let slot = match name {
-                b"TAGS" => &mut found.tags,
-                b"KEYS" => &mut found.keys,
-                b"UNIQ_KEY" => &mut found.uniq_key,
+            // Most properties are none of the three: a length test rejects them cheaply.
+            let slot = match (name.len(), name) {
+                (4, b"TAGS") => &mut found.tags,
+                (4, b"KEYS") => &mut found.keys,
+                (8, b"UNIQ_KEY") => &mut found.uniq_key,
                 _ => continue,
             };
             *slot = Some(value);

@@ -352,12 +352,13 @@ impl Store {
             // Every record of a put goes to the consume queue (no transaction flags), at
             // consecutive offsets from `first_queue_offset`; the entries are appended
             // together so each queue file is looked up once per batch.
+            let mut index = self.inner.index.batch();
             let dispatched = appended
                 .records
                 .iter()
                 .map(|placed| {
                     let view = appended.view(placed)?;
-                    self.inner.index.dispatch(&view)?;
+                    index.dispatch(&view)?;
                     Ok(queue_entry_of(&view))
                 })
                 .collect::<Result<Vec<_>>>()
@@ -365,6 +366,7 @@ impl Store {
                     let warmer = self.inner.commit_log.warmer();
                     queue.append_all(first_queue_offset, &entries, warmer)
                 });
+            drop(index);
             if let Err(error) = dispatched {
                 // All or nothing: a batch whose queue or index entries cannot be written
                 // (a full disk) is taken back out of the log. Index entries already
