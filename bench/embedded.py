@@ -24,6 +24,7 @@ import mmap
 import os
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,10 +41,16 @@ class Embedded(Protocol):
     def close(self) -> None: ...
 
 
-def _value(wl: Workload, i: int) -> bytes:
+def _values(wl: Workload) -> Callable[[int], bytes]:
+    """Message i's value for a key-value store: the body itself when there is nothing
+    else to store, otherwise tag, key and body joined."""
     if wl.plain:
-        return wl.body(i)
-    return b"".join((wl.tag(i).encode(), b"\0", wl.keys[i].encode(), b"\0", wl.body(i)))
+        return wl.ordered.__getitem__
+
+    def joined(i: int) -> bytes:
+        return b"".join((wl.tag(i).encode(), b"\0", wl.keys[i].encode(), b"\0", wl.ordered[i]))
+
+    return joined
 
 
 # --------------------------------------------------------------------------- rmq
@@ -60,19 +67,19 @@ class RmqSystem:
         import rmq
 
         store = self.store
+        bodies = wl.ordered
         if wl.plain:
             if batch <= 1:
-                for i in range(wl.count):
-                    store.put(TOPIC, wl.body(i))
+                for body in bodies:
+                    store.put(TOPIC, body)
                 return
             for start in range(0, wl.count, batch):
-                end = min(wl.count, start + batch)
-                store.put_batch(TOPIC, 0, [wl.body(i) for i in range(start, end)])
+                store.put_batch(TOPIC, 0, bodies[start : start + batch])
             return
         if batch <= 1:
             put = store.put
             for i in range(wl.count):
-                put(TOPIC, wl.body(i), queue_id=0, tags=wl.tag(i), keys=wl.keys[i])
+                put(TOPIC, bodies[i], queue_id=0, tags=wl.tag(i), keys=wl.keys[i])
             return
         message = rmq.Message
         put_batch = store.put_batch
@@ -81,7 +88,7 @@ class RmqSystem:
             put_batch(
                 TOPIC,
                 0,
-                [message(wl.body(i), tags=wl.tag(i), keys=[wl.keys[i]]) for i in range(start, end)],
+                [message(bodies[i], tags=wl.tag(i), keys=[wl.keys[i]]) for i in range(start, end)],
             )
 
     def read_all(self, wl: Workload) -> int:
@@ -201,10 +208,11 @@ class RocksSystem:
         db = self.db
         pack = _OFF.pack
         plain = wl.plain
+        value_of = _values(wl)
         if batch <= 1:
             for i in range(wl.count):
                 off = pack(i)
-                db.put(b"m" + off, _value(wl, i))
+                db.put(b"m" + off, value_of(i))
                 if not plain:
                     db.put(b"k" + wl.keys[i].encode(), off)
             return
@@ -213,7 +221,7 @@ class RocksSystem:
             wb = wb_cls(raw_mode=True)
             for i in range(start, min(wl.count, start + batch)):
                 off = pack(i)
-                wb.put(b"m" + off, _value(wl, i))
+                wb.put(b"m" + off, value_of(i))
                 if not plain:
                     wb.put(b"k" + wl.keys[i].encode(), off)
             db.write(wb)
@@ -270,11 +278,12 @@ class LmdbSystem:
         pack = _OFF.pack
         msgs, keys = self.msgs, self.keys
         plain = wl.plain
+        value_of = _values(wl)
         if batch <= 1:
             for i in range(wl.count):
                 off = pack(i)
                 with env.begin(write=True) as txn:
-                    txn.put(off, _value(wl, i), db=msgs, append=True)
+                    txn.put(off, value_of(i), db=msgs, append=True)
                     if not plain:
                         txn.put(wl.keys[i].encode(), off, db=keys)
             return
@@ -282,7 +291,7 @@ class LmdbSystem:
             end = min(wl.count, start + batch)
             with env.begin(write=True) as txn:
                 txn.cursor(db=msgs).putmulti(
-                    [(pack(i), _value(wl, i)) for i in range(start, end)], append=True
+                    [(pack(i), value_of(i)) for i in range(start, end)], append=True
                 )
                 if not plain:
                     txn.cursor(db=keys).putmulti(
@@ -333,21 +342,22 @@ class SqliteSystem:
         db = self.db
         sql = "INSERT INTO msg VALUES (?, ?, ?, ?)"
         plain = wl.plain
+        bodies = wl.ordered
         if batch <= 1:
             for i in range(wl.count):
                 if plain:
-                    db.execute(sql, (i, None, None, wl.body(i)))
+                    db.execute(sql, (i, None, None, bodies[i]))
                 else:
-                    db.execute(sql, (i, wl.tag(i), wl.keys[i], wl.body(i)))
+                    db.execute(sql, (i, wl.tag(i), wl.keys[i], bodies[i]))
             return
         for start in range(0, wl.count, batch):
             end = min(wl.count, start + batch)
             db.execute("BEGIN")
             if plain:
-                db.executemany(sql, [(i, None, None, wl.body(i)) for i in range(start, end)])
+                db.executemany(sql, [(i, None, None, bodies[i]) for i in range(start, end)])
             else:
                 db.executemany(
-                    sql, [(i, wl.tag(i), wl.keys[i], wl.body(i)) for i in range(start, end)]
+                    sql, [(i, wl.tag(i), wl.keys[i], bodies[i]) for i in range(start, end)]
                 )
             db.execute("COMMIT")
 

@@ -116,17 +116,24 @@ pub struct DispatchProperties<'a> {
 }
 
 impl<'a> DispatchProperties<'a> {
+    /// Same rules as `find_property` (an entry's name ends at its first 0x01; empty
+    /// values are dropped; the later of two wins), written as one loop because it runs
+    /// for every record dispatched.
     pub fn scan(bytes: &'a [u8]) -> Self {
         let mut found = DispatchProperties::default();
-        for (name, value) in entries(bytes) {
-            // Most properties are none of the three: a length test rejects them cheaply.
-            let slot = match (name.len(), name) {
-                (4, b"TAGS") => &mut found.tags,
-                (4, b"KEYS") => &mut found.keys,
-                (8, b"UNIQ_KEY") => &mut found.uniq_key,
-                _ => continue,
-            };
-            *slot = Some(value);
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let end = memchr::memchr(PROPERTY_SEPARATOR, rest).unwrap_or(rest.len());
+            let part = &rest[..end];
+            let value_of = |name: &[u8]| part.strip_prefix(name).filter(|v| !v.is_empty());
+            if let Some(value) = value_of(b"TAGS\x01") {
+                found.tags = Some(value);
+            } else if let Some(value) = value_of(b"KEYS\x01") {
+                found.keys = Some(value);
+            } else if let Some(value) = value_of(b"UNIQ_KEY\x01") {
+                found.uniq_key = Some(value);
+            }
+            rest = rest.get(end + 1..).unwrap_or_default();
         }
         found
     }
