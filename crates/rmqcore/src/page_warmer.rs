@@ -8,6 +8,11 @@
 //! of the write position populated instead, so the writer mostly finds its pages
 //! resident and writable, and the cost lands on another core.
 //!
+//! When the writer catches up with the warming (memory that is slow to hand out, a busy
+//! second core), the thread skips to a little past the writer instead of faulting the
+//! page the writer is waiting for: the two then fault different pages side by side
+//! rather than one after the other.
+//!
 //! Warming never changes a byte: populating a page of a file maps what the file holds
 //! (zeros past the written end). Disk blocks are reserved before their pages are
 //! populated, so a full disk stops the warming rather than risking a SIGBUS; the writer's
@@ -28,14 +33,35 @@ const REQUEST_STEPS_PER_WINDOW: usize = 4;
 /// Requests waiting for the thread: a few windows' worth for the commit log and for the
 /// consume queues being written.
 const QUEUED_REQUESTS: usize = 32;
-/// Pages are populated this many bytes at a time, so a request for a segment that was
-/// deleted meanwhile is abandoned quickly.
-const POPULATE_PIECE: usize = 1 << 20;
-
+/// Pages are populated this many bytes at a time, so that the thread notices soon when
+/// the writer has caught up, or the segment was deleted meanwhile.
+const POPULATE_PIECE: usize = 256 << 10;
 struct WarmRequest {
     segment: Arc<Segment>,
     from: usize,
     to: usize,
+    writer: Arc<WriterPosition>,
+    /// How far past a writer that caught up the warming resumes: one step of its window.
+    lead: usize,
+}
+
+/// Where a writer last said it had written to; read by the warming thread.
+#[derive(Debug)]
+struct WriterPosition {
+    segment: AtomicU64,
+    position: AtomicUsize,
+}
+
+impl WriterPosition {
+    /// How far into `segment` the writer is: 0 before it, `usize::MAX` once past it.
+    fn within(&self, segment: &Segment) -> usize {
+        let writing = self.segment.load(Ordering::Relaxed);
+        match writing.cmp(&segment.start_offset()) {
+            std::cmp::Ordering::Less => 0,
+            std::cmp::Ordering::Equal => self.position.load(Ordering::Relaxed),
+            std::cmp::Ordering::Greater => usize::MAX,
+        }
+    }
 }
 
 /// How far ahead of one writer's position warming was requested: one per file sequence
@@ -47,6 +73,7 @@ pub struct WarmCursor {
     /// The segment (by start offset) and the position up to which warming was requested.
     requested_segment: AtomicU64,
     requested_to: AtomicUsize,
+    writer: Arc<WriterPosition>,
 }
 
 impl WarmCursor {
@@ -56,6 +83,10 @@ impl WarmCursor {
             step: (window / REQUEST_STEPS_PER_WINDOW).max(4096),
             requested_segment: AtomicU64::new(u64::MAX),
             requested_to: AtomicUsize::new(0),
+            writer: Arc::new(WriterPosition {
+                segment: AtomicU64::new(u64::MAX),
+                position: AtomicUsize::new(0),
+            }),
         }
     }
 }
@@ -89,6 +120,11 @@ impl PageWarmer {
     /// pages of the cursor's window past it are being warmed. Never blocks; called by
     /// that sequence's single writer.
     pub fn written_to(&self, cursor: &WarmCursor, segment: &Arc<Segment>, position: usize) {
+        cursor.writer.position.store(position, Ordering::Relaxed);
+        cursor
+            .writer
+            .segment
+            .store(segment.start_offset(), Ordering::Relaxed);
         let same_segment =
             cursor.requested_segment.load(Ordering::Relaxed) == segment.start_offset();
         let requested = if same_segment {
@@ -109,6 +145,8 @@ impl PageWarmer {
             segment: Arc::clone(segment),
             from,
             to: target,
+            writer: Arc::clone(&cursor.writer),
+            lead: cursor.step,
         };
         let sent = self
             .sender
@@ -146,6 +184,12 @@ fn warm_requests(receiver: &Receiver<WarmRequest>) {
     while let Ok(request) = receiver.recv() {
         let mut position = request.from;
         while supported && position < request.to {
+            let writer_at = request.writer.within(&request.segment);
+            if writer_at.saturating_add(request.lead / 2) > position {
+                // Caught up: leave the next pages to the writer (see the module comment).
+                position = writer_at.saturating_add(request.lead);
+                continue;
+            }
             let end = (position + POPULATE_PIECE).min(request.to);
             if request.segment.ensure_allocated(end).is_err() {
                 break;
