@@ -107,6 +107,10 @@ class Benchmark:
     # metric name -> column title, in table order
     columns: dict[str, str] = field(default_factory=dict)
     not_measurable: str | None = None  # the whole benchmark cannot run: why
+    # Servers that share the machine's cores: each system is set up (its broker started)
+    # right before its own rounds and torn down right after, so that no idle broker takes
+    # CPU from another's run. Rounds then go system by system instead of interleaved.
+    one_server_at_a_time: bool = False
 
 
 # --------------------------------------------------------------------------- helpers
@@ -303,9 +307,69 @@ def run_benchmark(bench: Benchmark, ctx: Context) -> dict[str, Any]:
     errors: list[dict[str, Any]] = []
     active: list[System] = []
 
+    def runs_of(system: System) -> list[tuple[int, Case]]:
+        """The (round, case) pairs a system measures, rounds outermost."""
+        return [
+            (rnd, case)
+            for rnd in range(ctx.rounds)
+            for case in bench.cases
+            if system.cases is None or case.label in system.cases
+        ]
+
+    def start(system: System) -> bool:
+        """Set the system up; False (with the reason recorded) if it cannot run."""
+        try:
+            if system.setup is not None:
+                system.setup()
+            active.append(system)
+            return True
+        except NotMeasurable as exc:
+            unavailable[system.name] = str(exc)
+            label = "not measurable yet" if system.role == "rmq" else "cannot be measured"
+            print(f"   {system.name}: {label}: {exc}", flush=True)
+        except Exception as exc:
+            unavailable[system.name] = f"setup failed: {type(exc).__name__}: {exc}"
+            print(f"   {system.name}: setup failed: {exc}", flush=True)
+        return False
+
+    def stop(system: System) -> None:
+        active.remove(system)
+        if system.teardown is not None:
+            try:
+                system.teardown()
+            except Exception as exc:
+                print(f"   {system.name}: teardown failed: {exc}", flush=True)
+
+    def measure(system: System, case: Case, rnd: int) -> None:
+        rundir = fresh_dir(work, "run")
+        load = os.getloadavg()[0]
+        t0 = time.perf_counter()
+        status, value = run_one(system, case, rundir, ctx.isolate)
+        wall = time.perf_counter() - t0
+        shutil.rmtree(rundir, ignore_errors=True)
+        if status == "ok":
+            metrics = {k: float(v) for k, v in value.items()}
+            metrics["loadavg"] = load
+            metrics["wall_s"] = wall
+            rounds.append(
+                {"round": rnd, "case": case.label, "system": system.name, "metrics": metrics}
+            )
+        elif status == "not_measurable":
+            # Recorded, and tried again next round: a part being rebuilt in a shared tree
+            # may be back by then.
+            if (system.name, case.label) not in per_case:
+                label = "not measurable yet" if system.role == "rmq" else "skipped"
+                print(f"   {system.name} [{case.label}]: {label}: {value}", flush=True)
+            per_case[(system.name, case.label)] = str(value)
+        else:
+            first = str(value).splitlines()[0]
+            errors.append({"round": rnd, "case": case.label, "system": system.name, "error": value})
+            print(f"   {system.name} [{case.label}]: error: {first}", flush=True)
+
     try:
         if bench.not_measurable:
             print(f"   not measurable yet: {bench.not_measurable}", flush=True)
+        candidates: list[System] = []
         for system in bench.systems:
             if bench.not_measurable and system.role == "rmq":
                 unavailable[system.name] = bench.not_measurable
@@ -314,78 +378,39 @@ def run_benchmark(bench: Benchmark, ctx: Context) -> dict[str, Any]:
                 unavailable[system.name] = "skipped: excluded with --skip"
                 print(f"   {system.name}: skipped (excluded with --skip)", flush=True)
                 continue
-            try:
-                if system.setup is not None:
-                    system.setup()
-                active.append(system)
-            except NotMeasurable as exc:
-                unavailable[system.name] = str(exc)
-                label = "not measurable yet" if system.role == "rmq" else "cannot be measured"
-                print(f"   {system.name}: {label}: {exc}", flush=True)
-            except Exception as exc:
-                unavailable[system.name] = f"setup failed: {type(exc).__name__}: {exc}"
-                print(f"   {system.name}: setup failed: {exc}", flush=True)
+            candidates.append(system)
 
-        total = ctx.rounds * sum(
-            1 for c in bench.cases for s in active if s.cases is None or c.label in s.cases
-        )
-        with progress(ctx, total, bench.name) as tick:
-            for rnd in range(ctx.rounds):
-                for case in bench.cases:
-                    order = [s for s in active if s.cases is None or case.label in s.cases]
-                    if order:
-                        shift = rnd % len(order)
-                        order = order[shift:] + order[:shift]
-                    for system in order:
-                        if system.name in unavailable:
+        if bench.one_server_at_a_time:
+            total = sum(len(runs_of(system)) for system in candidates)
+            with progress(ctx, total, bench.name) as tick:
+                for system in candidates:
+                    runs = runs_of(system)
+                    if not start(system):
+                        tick(len(runs))
+                        continue
+                    try:
+                        for rnd, case in runs:
+                            measure(system, case, rnd)
                             tick(1)
-                            continue
-                        rundir = fresh_dir(work, "run")
-                        load = os.getloadavg()[0]
-                        t0 = time.perf_counter()
-                        status, value = run_one(system, case, rundir, ctx.isolate)
-                        wall = time.perf_counter() - t0
-                        shutil.rmtree(rundir, ignore_errors=True)
-                        tick(1)
-                        if status == "ok":
-                            metrics = {k: float(v) for k, v in value.items()}
-                            metrics["loadavg"] = load
-                            metrics["wall_s"] = wall
-                            rounds.append(
-                                {
-                                    "round": rnd,
-                                    "case": case.label,
-                                    "system": system.name,
-                                    "metrics": metrics,
-                                }
-                            )
-                        elif status == "not_measurable":
-                            # Recorded, and tried again next round: a part being rebuilt in
-                            # a shared tree may be back by then.
-                            if (system.name, case.label) not in per_case:
-                                label = "not measurable yet" if system.role == "rmq" else "skipped"
-                                print(
-                                    f"   {system.name} [{case.label}]: {label}: {value}", flush=True
-                                )
-                            per_case[(system.name, case.label)] = str(value)
-                        else:
-                            first = str(value).splitlines()[0]
-                            errors.append(
-                                {
-                                    "round": rnd,
-                                    "case": case.label,
-                                    "system": system.name,
-                                    "error": value,
-                                }
-                            )
-                            print(f"   {system.name} [{case.label}]: error: {first}", flush=True)
+                    finally:
+                        stop(system)
+        else:
+            for system in candidates:
+                start(system)
+            total = sum(len(runs_of(system)) for system in active)
+            with progress(ctx, total, bench.name) as tick:
+                for rnd in range(ctx.rounds):
+                    for case in bench.cases:
+                        order = [s for s in active if s.cases is None or case.label in s.cases]
+                        if order:
+                            shift = rnd % len(order)
+                            order = order[shift:] + order[:shift]
+                        for system in order:
+                            measure(system, case, rnd)
+                            tick(1)
     finally:
-        for system in active:
-            if system.teardown is not None:
-                try:
-                    system.teardown()
-                except Exception as exc:
-                    print(f"   {system.name}: teardown failed: {exc}", flush=True)
+        for system in list(active):
+            stop(system)
         shutil.rmtree(work, ignore_errors=True)
 
     reasons = [{"system": k, "reason": v} for k, v in unavailable.items()]

@@ -22,6 +22,7 @@ __all__ = [
     "RetentionReport",
     "SegmentDecoder",
     "SendBatch",
+    "SendRequestBuilder",
     "Store",
     "VerifyReport",
     "__version__",
@@ -151,6 +152,22 @@ class SendBatch:
     def queue_id(self) -> int: ...
     @property
     def sequence(self) -> int: ...
+    def __len__(self) -> int: ...
+
+@final
+class SendRequestBuilder:
+    """An ``rmq.v1.SendRequest`` built a message at a time, for the producer: each ``add``
+    encodes its message at once, ``encode`` gives the whole request."""
+
+    def __init__(self) -> None: ...
+    def add(
+        self,
+        body: bytes,
+        tags: str | None = None,
+        keys: Sequence[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> None: ...
+    def encode(self, topic: str, queue_id: int) -> bytes: ...
     def __len__(self) -> int: ...
 
 @final

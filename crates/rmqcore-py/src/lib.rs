@@ -12,6 +12,7 @@ mod pull_encoding;
 mod recovery_report;
 mod retention_report;
 mod send_batch;
+mod send_request_builder;
 mod store;
 mod verify_report;
 
@@ -24,6 +25,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<store::PyEncodedPull>()?;
     module.add_class::<send_batch::PySendBatch>()?;
+    module.add_class::<send_request_builder::PySendRequestBuilder>()?;
     module.add_class::<recovery_report::PyRecoveryReport>()?;
     module.add_class::<verify_report::PyVerifyReport>()?;
     module.add_class::<retention_report::PyRetentionReport>()?;

@@ -15,14 +15,14 @@ use rmqcore::{MessageDraft, PutResult};
 use crate::protobuf_wire::{put_bytes_field, put_tag, put_varint, WireReader, WireValue};
 use crate::protobuf_wire::{WIRE_LENGTH_DELIMITED, WIRE_VARINT};
 
-mod request {
+pub(crate) mod request {
     pub const TOPIC: u32 = 1;
     pub const QUEUE_ID: u32 = 2;
     pub const MESSAGES: u32 = 3;
     pub const SEQUENCE: u32 = 4;
 }
 
-mod message {
+pub(crate) mod message {
     pub const BODY: u32 = 1;
     pub const TAGS: u32 = 2;
     pub const KEYS: u32 = 3;

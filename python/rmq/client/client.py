@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from rmq.client.producer import Producer
 
 DEFAULT_ENDPOINT = "127.0.0.1:8081"
+# The method path of Shard.Send, from the service descriptor: "/rmq.v1.Shard/Send".
+_SEND_METHOD = "/{}/{}".format(
+    *pb.DESCRIPTOR.services_by_name["Shard"].methods_by_name["Send"].full_name.rsplit(".", 1)
+)
 T = TypeVar("T")
 
 
@@ -59,6 +63,7 @@ class Client:
         )
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
+        self._encoded_sends: dict[str, grpc.UnaryUnaryMultiCallable[bytes, pb.SendResponse]] = {}
         self._routes: dict[str, TopicRoute] = {}
         self._route_stub = pb_grpc.RouteStub(self._channel(endpoint))
         self._closed = False
@@ -74,6 +79,18 @@ class Client:
 
     def shard_stub(self, endpoint: str) -> pb_grpc.ShardStub:
         return pb_grpc.ShardStub(self._channel(endpoint))
+
+    def encoded_send(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendResponse]:
+        """``Shard.Send`` taking the request already encoded (``SendRequestBuilder``)."""
+        send = self._encoded_sends.get(endpoint)
+        if send is None:
+            send = self._channel(endpoint).unary_unary(
+                _SEND_METHOD,
+                request_serializer=None,  # the request is bytes already
+                response_deserializer=pb.SendResponse.FromString,
+            )
+            self._encoded_sends[endpoint] = send
+        return send
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
@@ -235,6 +252,7 @@ class Client:
     def close(self) -> None:
         with self._lock:
             channels, self._channels = list(self._channels.values()), {}
+            self._encoded_sends = {}
             self._closed = True
         for channel in channels:
             channel.close()

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import grpc
 
 from rmq import errors
+from rmq._rmqcore import SendRequestBuilder
 from rmq.client.client import Client
 from rmq.client.errors import RETRYABLE, BrokerError, from_rpc_error
 from rmq.client.messages import SendResult
@@ -36,7 +37,8 @@ class _Batch:
 
     def __init__(self, key: QueueKey) -> None:
         self.key = key
-        self.request = pb.SendRequest(topic=key[0], queue_id=key[1])
+        # Each message is encoded as it is added; the request is sent as bytes.
+        self.request = SendRequestBuilder()
         self.outcome = BatchOutcome(*key)
         self.count = 0
         self.bytes = 0
@@ -129,13 +131,7 @@ class Producer:
                 batch = _Batch(key)
                 batches.append(batch)
                 self._cond.notify()
-            message = batch.request.messages.add(body=body)
-            if tags is not None:
-                message.tags = tags
-            if keys:
-                message.keys.extend(keys)
-            if properties:
-                message.properties.update(properties)
+            batch.request.add(body, tags, keys, properties)
             future = SendFuture(batch.outcome, batch.count)
             batch.count += 1
             batch.bytes += size
@@ -300,9 +296,11 @@ class Producer:
                     f"{len(route.queues)} queues",
                     "queue_id",
                 )
-            stub = self._client.shard_stub(route.queues[queue_id].endpoint)
-            call = stub.Send.future(
-                batch.request, timeout=self._client.timeout, metadata=self._client.metadata
+            send = self._client.encoded_send(route.queues[queue_id].endpoint)
+            call = send.future(
+                batch.request.encode(topic, queue_id),
+                timeout=self._client.timeout,
+                metadata=self._client.metadata,
             )
         except Exception as error:
             if isinstance(error, BrokerError) and error.code in RETRYABLE:

@@ -1,0 +1,103 @@
+"""The producer's ``SendRequestBuilder`` (crates/rmqcore-py/src/send_request_builder.rs)
+encodes what protobuf itself would: random batches decode to the same ``SendRequest`` as
+one built with the generated classes, and wrong argument types raise ``TypeError``."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Mapping, Sequence
+
+import pytest
+from rmq._rmqcore import SendRequestBuilder
+from rmq.proto.v1 import broker_pb2 as pb
+
+_TEXTS = ["", "a", "TagA", "with space", "sep\x01x", "ключ", "x" * 200]
+
+
+def _random_message(
+    rng: random.Random,
+) -> tuple[bytes, str | None, list[str] | None, dict[str, str] | None]:
+    body = rng.randbytes(rng.choice([0, 1, 100, 127, 128, 1024, 20_000]))
+    tags = rng.choice(_TEXTS) if rng.random() < 0.6 else None
+    keys = (
+        [rng.choice(_TEXTS) for _ in range(rng.choice([0, 1, 3]))] if rng.random() < 0.7 else None
+    )
+    properties = (
+        {rng.choice(_TEXTS): rng.choice(_TEXTS) for _ in range(rng.choice([0, 1, 4]))}
+        if rng.random() < 0.4
+        else None
+    )
+    return body, tags, keys, properties
+
+
+def _expected(
+    topic: str,
+    queue_id: int,
+    messages: Sequence[tuple[bytes, str | None, Sequence[str] | None, Mapping[str, str] | None]],
+) -> pb.SendRequest:
+    request = pb.SendRequest(topic=topic, queue_id=queue_id)
+    for body, tags, keys, properties in messages:
+        message = request.messages.add(body=body)
+        if tags is not None:
+            message.tags = tags
+        if keys:
+            message.keys.extend(keys)
+        if properties:
+            message.properties.update(properties)
+    return request
+
+
+def test_random_batches_decode_as_protobuf_builds_them() -> None:
+    rng = random.Random(20261121)
+    for round_ in range(300):
+        topic = rng.choice(["t", "Topic_%|-", "T" * 127])
+        queue_id = rng.choice([0, 1, 7, 65_535])
+        messages = [_random_message(rng) for _ in range(rng.choice([0, 1, 2, 50]))]
+        builder = SendRequestBuilder()
+        for body, tags, keys, properties in messages:
+            builder.add(body, tags, keys, properties)
+        assert len(builder) == len(messages)
+        decoded = pb.SendRequest.FromString(builder.encode(topic, queue_id))
+        assert decoded == _expected(topic, queue_id, messages), f"round {round_}"
+
+
+def test_keys_and_properties_take_any_sequence_and_mapping() -> None:
+    builder = SendRequestBuilder()
+    builder.add(b"b", keys=("k1", "k2"), properties=_Properties({"a": "1"}))
+    decoded = pb.SendRequest.FromString(builder.encode("t", 0))
+    assert list(decoded.messages[0].keys) == ["k1", "k2"]
+    assert dict(decoded.messages[0].properties) == {"a": "1"}
+
+
+class _Properties(Mapping[str, str]):
+    def __init__(self, items: dict[str, str]) -> None:
+        self._items = items
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"body": "text, not bytes"},
+        {"body": b"b", "tags": 5},
+        {"body": b"b", "keys": [b"bytes"]},
+        {"body": b"b", "keys": 5},
+        {"body": b"b", "keys": "one string"},
+        {"body": b"b", "properties": {"a": 1}},
+        {"body": b"b", "properties": {1: "a"}},
+    ],
+)
+def test_wrong_types_raise_type_error_and_add_nothing(arguments: dict[str, object]) -> None:
+    builder = SendRequestBuilder()
+    with pytest.raises(TypeError):
+        builder.add(**arguments)  # type: ignore[arg-type]
+    assert len(builder) == 0
+    assert builder.encode("t", 0) == pb.SendRequest(topic="t").SerializeToString()
