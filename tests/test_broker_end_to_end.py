@@ -161,3 +161,26 @@ def test_restarting_with_other_shard_counts_keeps_every_message_reachable(tmp_pa
         got = consume_all(client, "one-process", len(bodies))
         assert {(m.queue_id, m.queue_offset): m.body for m in got} == bodies
         assert sum(q.max_offset for q in client.describe_topic("later")) == 1
+
+
+def test_batches_split_at_their_limits_and_keep_queue_order(tmp_path: Path) -> None:
+    """Batches close at ``batch_max_messages`` and ``batch_max_bytes``; a message larger
+    than a whole batch still goes, alone; one queue's messages keep their send order."""
+    sizes = [10, 10, 10, 10, 5000, 10, 3000, 3000, 10, 10, 10]
+    with LocalBroker(tmp_path / "data", shards=1) as broker:
+        client = Client(broker.endpoint)
+        client.create_topic("limits", queues=1)
+        with client.producer(batch_max_messages=3, batch_max_bytes=4000, linger_ms=50) as p:
+            futures = [
+                p.send("limits", bytes([i]) * size, queue_id=0) for i, size in enumerate(sizes)
+            ]
+            p.flush()
+        offsets = [f.result(timeout=30).queue_offset for f in futures]
+        assert offsets == list(range(len(sizes)))
+        with client.consumer("limits-group", "limits") as consumer:
+            got: list[ReceivedMessage] = []
+            deadline = time.monotonic() + 30
+            while len(got) < len(sizes) and time.monotonic() < deadline:
+                got.extend(consumer.poll(timeout=1.0))
+        assert [m.body for m in got] == [bytes([i]) * s for i, s in enumerate(sizes)]
+        client.close()

@@ -127,7 +127,13 @@ class Producer:
             if batches is None:
                 batches = self._waiting[key] = deque()
             batch = batches[-1] if batches else None
-            if batch is None or self._full(batch, size):
+            # `_full` written out: this runs once per message.
+            max_messages, max_bytes = self._batch_max_messages, self._batch_max_bytes
+            if (
+                batch is None
+                or batch.count >= max_messages
+                or (batch.count > 0 and batch.bytes + size > max_bytes)
+            ):
                 batch = _Batch(key)
                 batches.append(batch)
                 self._cond.notify()
@@ -138,7 +144,7 @@ class Producer:
             self._buffered += size
             self._pending += 1
             ready = None
-            if self._full(batch, 0):
+            if batch.count >= max_messages or batch.bytes > max_bytes:
                 if key not in self._inflight and batches[0] is batch:
                     # Sent from here rather than handed to the sender thread: under the
                     # GIL every hand-off between threads costs more than the send.

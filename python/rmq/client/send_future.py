@@ -46,7 +46,10 @@ class BatchOutcome:
         if done is not None:
             done.set()
         for future, callback in callbacks:
-            _call(callback, future)
+            try:
+                callback(future)
+            except Exception:  # as concurrent.futures does: a failing callback harms no other
+                _log_failed_callback(callback)
 
     def wait(self, timeout: float | None) -> bool:
         with self._lock:
@@ -84,9 +87,14 @@ def _call(callback: Callable[[SendFuture], object], future: SendFuture) -> None:
     try:
         callback(future)
     except Exception:  # as concurrent.futures does: a failing callback harms no other
-        import logging
+        _log_failed_callback(callback)
 
-        logging.getLogger(__name__).exception("send callback %r failed", callback)
+
+def _log_failed_callback(callback: Callable[[SendFuture], object]) -> None:
+    """Called from an ``except`` block: logs the exception being handled."""
+    import logging
+
+    logging.getLogger(__name__).exception("send callback %r failed", callback)
 
 
 class SendFuture:
