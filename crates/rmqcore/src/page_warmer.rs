@@ -1,4 +1,5 @@
-//! Faulting in the pages just ahead of the commit-log writer, on a thread of its own.
+//! Faulting in the pages just ahead of a writer (the commit log's, each consume queue's),
+//! on a thread of its own.
 //!
 //! The first write to each page of a fresh segment costs a page fault in which the kernel
 //! finds and zeroes a page-cache page; measured on the put path that is a third or more
@@ -36,6 +37,7 @@ const QUEUED_REQUESTS: usize = 32;
 /// Pages are populated this many bytes at a time, so that the thread notices soon when
 /// the writer has caught up, or the segment was deleted meanwhile.
 const POPULATE_PIECE: usize = 256 << 10;
+
 struct WarmRequest {
     segment: Arc<Segment>,
     from: usize,
@@ -179,15 +181,26 @@ impl Drop for PageWarmer {
     }
 }
 
+/// Where warming that reached `position` goes on: there, unless the writer (at
+/// `writer_at`) is within half a lead of it; then a lead past the writer, leaving the
+/// pages in between to the writer (see the module comment).
+fn next_warm_position(position: usize, writer_at: usize, lead: usize) -> usize {
+    if writer_at.saturating_add(lead / 2) > position {
+        writer_at.saturating_add(lead)
+    } else {
+        position
+    }
+}
+
 fn warm_requests(receiver: &Receiver<WarmRequest>) {
     let mut supported = true;
     while let Ok(request) = receiver.recv() {
         let mut position = request.from;
         while supported && position < request.to {
             let writer_at = request.writer.within(&request.segment);
-            if writer_at.saturating_add(request.lead / 2) > position {
-                // Caught up: leave the next pages to the writer (see the module comment).
-                position = writer_at.saturating_add(request.lead);
+            let next = next_warm_position(position, writer_at, request.lead);
+            if next != position {
+                position = next;
                 continue;
             }
             let end = (position + POPULATE_PIECE).min(request.to);
@@ -212,6 +225,19 @@ mod tests {
 
     fn allocated_bytes(segment: &Segment) -> u64 {
         std::fs::metadata(segment.path()).unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn warming_resumes_a_lead_past_a_writer_that_caught_up() {
+        const MIB: usize = 1 << 20;
+        // Well ahead of the writer: go on.
+        assert_eq!(next_warm_position(5 * MIB, MIB, 2 * MIB), 5 * MIB);
+        // The writer is at or within half a lead of the position: resume a lead past it.
+        assert_eq!(next_warm_position(MIB, MIB, 2 * MIB), 3 * MIB);
+        assert_eq!(next_warm_position(MIB + MIB / 2, MIB, 2 * MIB), 3 * MIB);
+        assert_eq!(next_warm_position(0, 4 * MIB, 2 * MIB), 6 * MIB);
+        // A writer in a later segment: nothing here is worth warming.
+        assert_eq!(next_warm_position(MIB, usize::MAX, 2 * MIB), usize::MAX);
     }
 
     #[test]
