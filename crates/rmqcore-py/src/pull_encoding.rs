@@ -11,9 +11,7 @@ use std::net::SocketAddr;
 
 use rmqcore::crc_property::CRC_PROPERTY_NAME;
 use rmqcore::msg_id::create_msg_id;
-use rmqcore::properties::{
-    KEY_SEPARATOR, NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR, PROPERTY_TAGS,
-};
+use rmqcore::properties::{property_entries, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS};
 use rmqcore::record::RecordView;
 
 use crate::protobuf_wire::{
@@ -96,17 +94,18 @@ impl PullEncoder {
         let store_size = i32::try_from(view.total_size).unwrap_or(i32::MAX);
         put_int_field(out, stored::STORE_SIZE, i64::from(store_size));
         put_bytes_field(out, stored::BODY, view.body);
-        if let Some(tags) = view.property(PROPERTY_TAGS) {
+        // Tags and keys come from the view's one scan of the properties.
+        if let Some(tags) = view.tags() {
             put_text(out, stored::TAGS, &String::from_utf8_lossy(tags));
         }
-        if let Some(keys) = view.property(PROPERTY_KEYS) {
+        if let Some(keys) = view.dispatch_properties().keys {
             for key in String::from_utf8_lossy(keys).split(KEY_SEPARATOR) {
                 if !key.is_empty() {
                     put_text(out, stored::KEYS, key);
                 }
             }
         }
-        for (name, value) in property_pairs(view.properties) {
+        for (name, value) in property_entries(view.properties) {
             if name == PROPERTY_TAGS.as_bytes()
                 || name == PROPERTY_KEYS.as_bytes()
                 || name == CRC_PROPERTY_NAME.as_bytes()
@@ -148,15 +147,4 @@ fn put_text(out: &mut Vec<u8>, field: u32, text: &str) {
     put_tag(out, field, WIRE_LENGTH_DELIMITED);
     put_varint(out, text.len() as u64);
     out.extend_from_slice(text.as_bytes());
-}
-
-/// Name and value of each property with both non-empty, in record order.
-fn property_pairs(bytes: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    bytes
-        .split(|b| *b == PROPERTY_SEPARATOR)
-        .filter_map(|part| {
-            let split = part.iter().position(|b| *b == NAME_VALUE_SEPARATOR)?;
-            let (name, value) = (&part[..split], &part[split + 1..]);
-            (!name.is_empty() && !value.is_empty()).then_some((name, value))
-        })
 }

@@ -75,7 +75,7 @@ pub fn encode_properties_into<'a>(
 /// entries with an empty name or value are dropped, a repeated name keeps the later value.
 pub fn decode_properties(bytes: &[u8]) -> Vec<(String, String)> {
     let mut decoded: Vec<(String, String)> = Vec::new();
-    for (name, value) in entries(bytes) {
+    for (name, value) in property_entries(bytes) {
         let name = String::from_utf8_lossy(name).into_owned();
         let value = String::from_utf8_lossy(value).into_owned();
         match decoded.iter_mut().find(|(existing, _)| *existing == name) {
@@ -87,8 +87,9 @@ pub fn decode_properties(bytes: &[u8]) -> Vec<(String, String)> {
 }
 
 /// The entries of encoded properties as `(name, value)` byte slices, in order, skipping
-/// what RocketMQ's parser drops (no 0x01, empty name or value).
-fn entries(bytes: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+/// what RocketMQ's parser drops (no 0x01, empty name or value). A repeated name is
+/// yielded each time.
+pub fn property_entries(bytes: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     bytes
         .split(|b| *b == PROPERTY_SEPARATOR)
         .filter_map(|part| {
@@ -100,7 +101,7 @@ fn entries(bytes: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 /// Find one property's value in encoded bytes without decoding the rest. A repeated name
 /// yields its last value, as in RocketMQ's map.
 pub fn find_property<'a>(bytes: &'a [u8], wanted: &str) -> Option<&'a [u8]> {
-    entries(bytes)
+    property_entries(bytes)
         .filter(|(name, _)| *name == wanted.as_bytes())
         .last()
         .map(|(_, value)| value)
