@@ -4,10 +4,13 @@ Checked against the compiled module by ``mypy.stubtest`` in the test suite.
 """
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
-from typing import final
+from typing import Any, final
 
+from typing_extensions import disjoint_base
+
+from rmq.client.messages import SendResult
 from rmq.errors import CorruptRecordError
 
 __all__ = [
@@ -16,12 +19,15 @@ __all__ = [
     "DiskUsage",
     "EncodedPull",
     "Message",
+    "OutgoingBatch",
+    "ProducerCore",
     "PullResult",
     "PutResult",
     "RecoveryReport",
     "RetentionReport",
     "SegmentDecoder",
     "SendBatch",
+    "SendFuture",
     "SendRequestBuilder",
     "Store",
     "VerifyReport",
@@ -169,6 +175,98 @@ class SendRequestBuilder:
     ) -> None: ...
     def encode(self, topic: str, queue_id: int) -> bytes: ...
     def __len__(self) -> int: ...
+
+@final
+class SendFuture:
+    """The pending result of one ``Producer.send``, resolved with its batch. The methods
+    are those of ``concurrent.futures.Future`` that make sense for a send (a queued send
+    cannot be cancelled); ``concurrent.futures.wait`` and ``as_completed`` need real
+    ``Future`` objects and do not accept these."""
+
+    def done(self) -> bool: ...
+    def running(self) -> bool: ...
+    def cancel(self) -> bool:
+        """A queued send cannot be taken back: always False."""
+    def cancelled(self) -> bool: ...
+    def result(self, timeout: float | None = None) -> SendResult:
+        """Where the broker stored the message; raises what the send failed with, or
+        ``TimeoutError`` if ``timeout`` seconds pass first."""
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The exception the send failed with, or None once it succeeded."""
+    def add_done_callback(self, callback: Callable[[SendFuture], object]) -> None:
+        """Call ``callback(future)`` once the send has a result (at once if it has); a
+        callback that raises is logged and harms no other."""
+
+@final
+class OutgoingBatch:
+    """One batch of a producer on its way to the broker (the producer's sender side)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def queue_id(self) -> int: ...
+    @property
+    def refresh_route(self) -> bool:
+        """Whether the last try failed in a way that may mean the route changed."""
+    def __len__(self) -> int: ...
+    def mark_sent(self) -> float:
+        """Seconds since the batch was first sent; the first call starts the clock."""
+    def encode(self) -> bytes:
+        """The whole ``rmq.v1.SendRequest``."""
+
+@disjoint_base
+class ProducerCore:
+    """The producer's per-message work (queue choice, batching, byte accounting,
+    futures) under one lock; ``rmq.client.Producer`` extends it with routes, RPCs and
+    retries and provides ``_queue_count`` and ``_dispatch``."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ProducerCore: ...
+    def _configure(
+        self,
+        *,
+        batch_max_messages: int,
+        batch_max_bytes: int,
+        linger: float,
+        max_buffered_bytes: int,
+        max_buffered_messages: int,
+    ) -> None: ...
+    def send(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        tags: str | None = None,
+        keys: str | Sequence[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+        sharding_key: str | bytes | None = None,
+        queue_id: int | None = None,
+    ) -> SendFuture:
+        """Queue one message; the future resolves once the broker stored it.
+
+        The queue is ``queue_id`` if given, else chosen by ``sharding_key`` (the same key
+        always goes to the same queue, so its messages stay in order), else round-robin.
+        Blocks while ``max_buffered_bytes`` are waiting to be sent."""
+    def flush(self, timeout: float | None = None) -> bool:
+        """Send everything queued now and wait until each has a result; False on
+        timeout."""
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def pending(self) -> int:
+        """Messages sent whose result is not known yet."""
+    def _close(self) -> None: ...
+    def _begin_flush(self) -> None: ...
+    def _end_flush(self) -> None: ...
+    def _set_queue_count(self, topic: str, count: int) -> None: ...
+    def _take_due(self) -> list[OutgoingBatch] | None: ...
+    def _retry_later(self, batch: OutgoingBatch, delay: float) -> None: ...
+    def _complete(
+        self,
+        batch: OutgoingBatch,
+        response: object | None,
+        error: BaseException | None,
+        send_next: bool,
+    ) -> OutgoingBatch | None: ...
 
 @final
 class RecoveryReport:

@@ -112,6 +112,11 @@ where
     py.detach(call).map_err(|error| to_py_err(py, error))
 }
 
+/// An exception of the class `rmq.errors.<class>` that has no structured fields.
+pub fn rmq_error(py: Python<'_>, class: &str, message: &str) -> PyErr {
+    raise(py, class, message.to_owned(), &[])
+}
+
 /// An argument error raised before calling the engine.
 pub fn invalid(py: Python<'_>, argument: &'static str, reason: impl Into<String>) -> PyErr {
     to_py_err(py, Error::invalid(argument, reason))

@@ -33,7 +33,10 @@ fn put_present(out: &mut Vec<u8>, field: u32, value: &[u8]) {
     out.extend_from_slice(value);
 }
 
-fn strings<'py>(argument: &str, value: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
+pub fn strings<'py>(
+    argument: &str,
+    value: &Bound<'py, PyAny>,
+) -> PyResult<Vec<Bound<'py, PyString>>> {
     if value.is_instance_of::<PyString>() {
         // A string is a sequence of one-character strings: never what was meant.
         return Err(PyTypeError::new_err(format!(
@@ -72,52 +75,14 @@ impl PySendRequestBuilder {
             .flatten()
             .map(|key| key.to_str())
             .collect::<PyResult<Vec<&str>>>()?;
-        let mut entries: Vec<(String, String)> = Vec::new();
-        if let Some(properties) = properties {
-            let items = match properties.cast::<PyDict>() {
-                Ok(dict) => dict.items().into_any(),
-                Err(_) => properties.call_method0("items")?,
-            };
-            for item in items.try_iter()? {
-                let (name, value): (String, String) = item?
-                    .extract()
-                    .map_err(|_| PyTypeError::new_err("properties must map strings to strings"))?;
-                entries.push((name, value));
-            }
-        }
-        let entry_length = |name: &str, value: &str| {
-            field_length(MAP_KEY, name.len()) + field_length(MAP_VALUE, value.len())
-        };
-        let length = if body.is_empty() {
-            0
-        } else {
-            field_length(message::BODY, body.len())
-        } + tags.map_or(0, |tags| field_length(message::TAGS, tags.len()))
-            + keys
-                .iter()
-                .map(|key| field_length(message::KEYS, key.len()))
-                .sum::<usize>()
-            + entries
-                .iter()
-                .map(|(name, value)| field_length(message::PROPERTIES, entry_length(name, value)))
-                .sum::<usize>();
-        let out = &mut self.messages;
-        out.reserve(field_length(request::MESSAGES, length));
-        put_tag(out, request::MESSAGES, WIRE_LENGTH_DELIMITED);
-        put_varint(out, length as u64);
-        put_bytes_field(out, message::BODY, body);
-        if let Some(tags) = tags {
-            put_present(out, message::TAGS, tags.as_bytes());
-        }
-        for key in &keys {
-            put_present(out, message::KEYS, key.as_bytes());
-        }
-        for (name, value) in &entries {
-            put_tag(out, message::PROPERTIES, WIRE_LENGTH_DELIMITED);
-            put_varint(out, entry_length(name, value) as u64);
-            put_present(out, MAP_KEY, name.as_bytes());
-            put_present(out, MAP_VALUE, value.as_bytes());
-        }
+        let entries = properties.map(property_entries).transpose()?;
+        put_message(
+            &mut self.messages,
+            body,
+            tags,
+            &keys,
+            entries.as_deref().unwrap_or_default(),
+        );
         self.count += 1;
         Ok(())
     }
@@ -133,13 +98,81 @@ impl PySendRequestBuilder {
         topic: &str,
         queue_id: i32,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let mut head = Vec::with_capacity(field_length(request::TOPIC, topic.len()) + 11);
-        put_bytes_field(&mut head, request::TOPIC, topic.as_bytes());
-        put_int_field(&mut head, request::QUEUE_ID, i64::from(queue_id));
-        PyBytes::new_with(py, head.len() + self.messages.len(), |buffer| {
-            buffer[..head.len()].copy_from_slice(&head);
-            buffer[head.len()..].copy_from_slice(&self.messages);
-            Ok(())
-        })
+        encode_request(py, topic, queue_id, &self.messages)
     }
+}
+
+/// The `(name, value)` pairs of a `properties` mapping.
+pub fn property_entries(properties: &Bound<'_, PyAny>) -> PyResult<Vec<(String, String)>> {
+    let items = match properties.cast::<PyDict>() {
+        Ok(dict) => dict.items().into_any(),
+        Err(_) => properties.call_method0("items")?,
+    };
+    items
+        .try_iter()?
+        .map(|item| {
+            item?
+                .extract()
+                .map_err(|_| PyTypeError::new_err("properties must map strings to strings"))
+        })
+        .collect()
+}
+
+/// Append one `messages` field (tag, length, message) to `out`.
+pub fn put_message(
+    out: &mut Vec<u8>,
+    body: &[u8],
+    tags: Option<&str>,
+    keys: &[&str],
+    properties: &[(String, String)],
+) {
+    let entry_length = |name: &str, value: &str| {
+        field_length(MAP_KEY, name.len()) + field_length(MAP_VALUE, value.len())
+    };
+    let length = if body.is_empty() {
+        0
+    } else {
+        field_length(message::BODY, body.len())
+    } + tags.map_or(0, |tags| field_length(message::TAGS, tags.len()))
+        + keys
+            .iter()
+            .map(|key| field_length(message::KEYS, key.len()))
+            .sum::<usize>()
+        + properties
+            .iter()
+            .map(|(name, value)| field_length(message::PROPERTIES, entry_length(name, value)))
+            .sum::<usize>();
+    out.reserve(field_length(request::MESSAGES, length));
+    put_tag(out, request::MESSAGES, WIRE_LENGTH_DELIMITED);
+    put_varint(out, length as u64);
+    put_bytes_field(out, message::BODY, body);
+    if let Some(tags) = tags {
+        put_present(out, message::TAGS, tags.as_bytes());
+    }
+    for key in keys {
+        put_present(out, message::KEYS, key.as_bytes());
+    }
+    for (name, value) in properties {
+        put_tag(out, message::PROPERTIES, WIRE_LENGTH_DELIMITED);
+        put_varint(out, entry_length(name, value) as u64);
+        put_present(out, MAP_KEY, name.as_bytes());
+        put_present(out, MAP_VALUE, value.as_bytes());
+    }
+}
+
+/// A whole `rmq.v1.SendRequest`: its head, then `messages` as encoded by `put_message`.
+pub fn encode_request<'py>(
+    py: Python<'py>,
+    topic: &str,
+    queue_id: i32,
+    messages: &[u8],
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut head = Vec::with_capacity(field_length(request::TOPIC, topic.len()) + 11);
+    put_bytes_field(&mut head, request::TOPIC, topic.as_bytes());
+    put_int_field(&mut head, request::QUEUE_ID, i64::from(queue_id));
+    PyBytes::new_with(py, head.len() + messages.len(), |buffer| {
+        buffer[..head.len()].copy_from_slice(&head);
+        buffer[head.len()..].copy_from_slice(messages);
+        Ok(())
+    })
 }

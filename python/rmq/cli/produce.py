@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 from tqdm import tqdm
 
+from rmq._rmqcore import SendFuture
 from rmq.client.connect import add_connection_arguments, client_from_args
-from rmq.client.send_future import SendFuture
 from rmq.errors import RmqError
 
 

@@ -10,6 +10,7 @@ with client.consumer("billing", "orders") as consumer:
     consumer.commit()
 """
 
+from rmq._rmqcore import SendFuture
 from rmq.client.client import DEFAULT_ENDPOINT, Client
 from rmq.client.consumer import Consumer
 from rmq.client.errors import (
@@ -23,7 +24,6 @@ from rmq.client.errors import (
 )
 from rmq.client.messages import QueueInfo, ReceivedMessage, SendResult, ShardProcessInfo, TopicRoute
 from rmq.client.producer import Producer
-from rmq.client.send_future import SendFuture
 
 __all__ = [
     "DEFAULT_ENDPOINT",
