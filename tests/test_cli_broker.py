@@ -17,7 +17,7 @@ from rmq.cluster.local import LocalBroker
 SUBCOMMANDS = {
     "serve": ["--data", "--shards", "--port", "--token", "--tls-cert", "--flush"],
     "topic": ["create", "list", "describe", "delete"],
-    "produce": ["--count", "--size", "--sharding-key", "--no-progress"],
+    "produce": ["--count", "--size", "--sharding-key", "--buffer-bytes", "--no-progress"],
     "consume": ["--group", "--count", "--idle-timeout", "--format"],
     "query": ["--key", "--msg-id", "--time"],
     "inspect": ["--records", "--json"],

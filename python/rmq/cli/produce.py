@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from tqdm import tqdm
 
-from rmq._rmqcore import SendFuture
+from rmq.client import SendFuture
 from rmq.client.connect import add_connection_arguments, client_from_args
 from rmq.errors import RmqError
 
@@ -47,6 +47,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--linger-ms", type=float, default=5.0, help="wait for a batch to fill (default: 5)"
+    )
+    parser.add_argument(
+        "--buffer-bytes",
+        type=int,
+        default=1 << 20,
+        help="bytes sent and not yet answered before sending waits; bounds latency "
+        "(default: 1 MiB)",
+    )
+    parser.add_argument(
+        "--buffer-messages",
+        type=int,
+        default=2048,
+        help="messages sent and not yet answered before sending waits (default: 2048)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_connection_arguments(parser)
@@ -89,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
                 batch_max_messages=args.batch_messages,
                 batch_max_bytes=args.batch_bytes,
                 linger_ms=args.linger_ms,
+                max_buffered_bytes=args.buffer_bytes,
+                max_buffered_messages=args.buffer_messages,
             )
             try:
                 for body in bodies:
