@@ -6,7 +6,7 @@ Checked against the compiled module by ``mypy.stubtest`` in the test suite.
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
-from typing import Any, final
+from typing import Any, ClassVar, final
 
 from typing_extensions import disjoint_base
 
@@ -23,6 +23,7 @@ __all__ = [
     "ProducerCore",
     "PullResult",
     "PutResult",
+    "ReceivedMessage",
     "RecoveryReport",
     "RetentionReport",
     "SegmentDecoder",
@@ -33,6 +34,7 @@ __all__ = [
     "VerifyReport",
     "__version__",
     "body_crc",
+    "decode_pull_response",
     "java_string_hash",
 ]
 
@@ -196,6 +198,57 @@ class SendFuture:
     def add_done_callback(self, callback: Callable[[SendFuture], object]) -> None:
         """Call ``callback(future)`` once the send has a result (at once if it has); a
         callback that raises is logged and harms no other."""
+
+@final
+class ReceivedMessage:
+    """A message read from the broker, with the fields of ``rmq.Message``.
+
+    Read from the bytes of the broker's answer: strings and the body are made when asked
+    for. Read-only; equal when every field is equal."""
+
+    @staticmethod
+    def from_proto(message: object) -> ReceivedMessage:
+        """The message a generated ``rmq.v1.StoredMessage`` holds."""
+    @property
+    def topic(self) -> str: ...
+    @property
+    def queue_id(self) -> int: ...
+    @property
+    def queue_offset(self) -> int: ...
+    @property
+    def commitlog_offset(self) -> int: ...
+    @property
+    def store_size(self) -> int: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def tags(self) -> str | None: ...
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+    @property
+    def properties(self) -> dict[str, str]: ...
+    @property
+    def born_timestamp(self) -> int: ...
+    @property
+    def store_timestamp(self) -> int: ...
+    @property
+    def born_host(self) -> str: ...
+    @property
+    def store_host(self) -> str: ...
+    @property
+    def msg_id(self) -> str: ...
+    @property
+    def flag(self) -> int: ...
+    @property
+    def sys_flag(self) -> int: ...
+    @property
+    def reconsume_times(self) -> int: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+def decode_pull_response(raw: bytes) -> tuple[list[ReceivedMessage], int, int, int]:
+    """The messages of an encoded ``rmq.v1.PullResponse``, and its ``next_offset``,
+    ``min_offset`` and ``max_offset``."""
 
 @final
 class OutgoingBatch:

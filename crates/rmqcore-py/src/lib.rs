@@ -10,6 +10,7 @@ mod message;
 mod producer_core;
 mod protobuf_wire;
 mod pull_encoding;
+mod received_message;
 mod recovery_report;
 mod retention_report;
 mod send_batch;
@@ -31,6 +32,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<producer_core::PyProducerCore>()?;
     module.add_class::<producer_core::PyOutgoingBatch>()?;
     module.add_class::<send_future::PySendFuture>()?;
+    module.add_class::<received_message::PyReceivedMessage>()?;
     module.add_class::<recovery_report::PyRecoveryReport>()?;
     module.add_class::<verify_report::PyVerifyReport>()?;
     module.add_class::<retention_report::PyRetentionReport>()?;
@@ -40,5 +42,9 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<decoder::PyColumnBuffer>()?;
     module.add_function(wrap_pyfunction!(functions::java_string_hash, module)?)?;
     module.add_function(wrap_pyfunction!(functions::body_crc, module)?)?;
+    module.add_function(wrap_pyfunction!(
+        received_message::decode_pull_response,
+        module
+    )?)?;
     Ok(())
 }

@@ -19,9 +19,9 @@ use crate::protobuf_wire::{
     WIRE_LENGTH_DELIMITED,
 };
 
-const PULL_RESPONSE_MESSAGES: u32 = 1;
+pub const PULL_RESPONSE_MESSAGES: u32 = 1;
 
-mod stored {
+pub mod stored {
     pub const TOPIC: u32 = 1;
     pub const QUEUE_ID: u32 = 2;
     pub const QUEUE_OFFSET: u32 = 3;

@@ -26,10 +26,16 @@ if TYPE_CHECKING:
     from rmq.client.producer import Producer
 
 DEFAULT_ENDPOINT = "127.0.0.1:8081"
-# The method path of Shard.Send, from the service descriptor: "/rmq.v1.Shard/Send".
-_SEND_METHOD = "/{}/{}".format(
-    *pb.DESCRIPTOR.services_by_name["Shard"].methods_by_name["Send"].full_name.rsplit(".", 1)
-)
+
+
+def _shard_method(name: str) -> str:
+    """The path of a Shard method, from the service descriptor: "/rmq.v1.Shard/Send"."""
+    service = pb.DESCRIPTOR.services_by_name["Shard"]
+    return "/{}/{}".format(*service.methods_by_name[name].full_name.rsplit(".", 1))
+
+
+_SEND_METHOD = _shard_method("Send")
+_PULL_METHOD = _shard_method("Pull")
 T = TypeVar("T")
 
 
@@ -64,6 +70,7 @@ class Client:
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._encoded_sends: dict[str, grpc.UnaryUnaryMultiCallable[bytes, pb.SendResponse]] = {}
+        self._encoded_pulls: dict[str, grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]] = {}
         self._routes: dict[str, TopicRoute] = {}
         self._route_stub = pb_grpc.RouteStub(self._channel(endpoint))
         self._closed = False
@@ -91,6 +98,19 @@ class Client:
             )
             self._encoded_sends[endpoint] = send
         return send
+
+    def encoded_pull(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]:
+        """``Shard.Pull`` answering with the response's bytes, for
+        ``rmq._rmqcore.decode_pull_response``."""
+        pull = self._encoded_pulls.get(endpoint)
+        if pull is None:
+            pull = self._channel(endpoint).unary_unary(
+                _PULL_METHOD,
+                request_serializer=pb.PullRequest.SerializeToString,
+                response_deserializer=None,  # decoded by the engine
+            )
+            self._encoded_pulls[endpoint] = pull
+        return pull
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
@@ -253,6 +273,7 @@ class Client:
         with self._lock:
             channels, self._channels = list(self._channels.values()), {}
             self._encoded_sends = {}
+            self._encoded_pulls = {}
             self._closed = True
         for channel in channels:
             channel.close()

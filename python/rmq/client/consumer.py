@@ -21,9 +21,9 @@ from typing import Literal
 import grpc
 
 from rmq import errors
+from rmq._rmqcore import ReceivedMessage, decode_pull_response
 from rmq.client.client import Client
 from rmq.client.errors import RETRYABLE, BrokerError, BrokerOutOfRangeError, from_rpc_error
-from rmq.client.messages import ReceivedMessage
 from rmq.proto.v1 import broker_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class _Queue:
         self.delivered = -1  # offset after the last message handed out
         self.committed = -1
         self.buffer: deque[ReceivedMessage] = deque()
-        self.call: grpc.Future[pb.PullResponse] | None = None
+        self.call: grpc.Future[bytes] | None = None
         self.paused_until = 0.0
         self.reset_from = -1  # offset a pull found out of range, to be repositioned
 
@@ -196,7 +196,7 @@ class Consumer:
                 if state.reset_from >= 0:
                     continue
             try:
-                stub = self._client.shard_stub(self._endpoint(state.queue_id))
+                pull = self._client.encoded_pull(self._endpoint(state.queue_id))
             except BrokerError as error:
                 self._pause(state, error)
                 continue
@@ -210,13 +210,13 @@ class Consumer:
                 tags=self._tags,
                 wait_ms=wait,
             )
-            call = stub.Pull.future(
+            call = pull.future(
                 request, timeout=wait / 1000 + self._client.timeout, metadata=self._client.metadata
             )
             state.call = call
             call.add_done_callback(functools.partial(self._pulled, state, state.fetch))
 
-    def _pulled(self, state: _Queue, offset: int, call: grpc.Future[pb.PullResponse]) -> None:
+    def _pulled(self, state: _Queue, offset: int, call: grpc.Future[bytes]) -> None:
         with self._cond:
             if state.call is not call:
                 return  # cancelled by seek or close
@@ -239,8 +239,8 @@ class Consumer:
                 self._cond.notify_all()
                 return
             if state.fetch == offset:
-                state.buffer.extend(map(ReceivedMessage, response.messages))
-                state.fetch = response.next_offset
+                messages, state.fetch, _, _ = decode_pull_response(response)
+                state.buffer.extend(messages)
             self._cond.notify_all()
 
     def _pause(self, state: _Queue, error: BaseException) -> None:

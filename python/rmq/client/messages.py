@@ -1,10 +1,16 @@
-"""Plain values the client hands out."""
+"""Plain values the client hands out. ``ReceivedMessage`` (a message a consumer pulled or
+a lookup found) is the engine's, read from the response's bytes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rmq._rmqcore import ReceivedMessage
 from rmq.proto.v1 import broker_pb2 as pb
+
+__all__ = [
+    "QueueInfo", "QueueRoute", "ReceivedMessage", "SendResult", "ShardProcessInfo", "TopicRoute",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,106 +23,6 @@ class SendResult:
     msg_id: str
     commitlog_offset: int
     store_timestamp: int
-
-
-class ReceivedMessage:
-    """A message read from the broker, with the fields of ``rmq.Message``.
-
-    A view of the decoded Pull response: fields are read from it when asked for, because
-    copying seventeen fields into an object per message cost a consumer more than
-    receiving the message. Read-only; equal when every field is equal.
-    """
-
-    __slots__ = ("_proto",)
-
-    def __init__(self, proto: pb.StoredMessage) -> None:
-        self._proto = proto
-
-    @classmethod
-    def from_proto(cls, m: pb.StoredMessage) -> ReceivedMessage:
-        return cls(m)
-
-    @property
-    def topic(self) -> str:
-        return self._proto.topic
-
-    @property
-    def queue_id(self) -> int:
-        return self._proto.queue_id
-
-    @property
-    def queue_offset(self) -> int:
-        return self._proto.queue_offset
-
-    @property
-    def commitlog_offset(self) -> int:
-        return self._proto.commitlog_offset
-
-    @property
-    def store_size(self) -> int:
-        return self._proto.store_size
-
-    @property
-    def body(self) -> bytes:
-        return self._proto.body
-
-    @property
-    def tags(self) -> str | None:
-        return self._proto.tags if self._proto.HasField("tags") else None
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return tuple(self._proto.keys)
-
-    @property
-    def properties(self) -> dict[str, str]:
-        return dict(self._proto.properties)
-
-    @property
-    def born_timestamp(self) -> int:
-        return self._proto.born_timestamp
-
-    @property
-    def store_timestamp(self) -> int:
-        return self._proto.store_timestamp
-
-    @property
-    def born_host(self) -> str:
-        return self._proto.born_host
-
-    @property
-    def store_host(self) -> str:
-        return self._proto.store_host
-
-    @property
-    def msg_id(self) -> str:
-        return self._proto.msg_id
-
-    @property
-    def flag(self) -> int:
-        return self._proto.flag
-
-    @property
-    def sys_flag(self) -> int:
-        return self._proto.sys_flag
-
-    @property
-    def reconsume_times(self) -> int:
-        return self._proto.reconsume_times
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ReceivedMessage):
-            return NotImplemented
-        return bool(self._proto == other._proto)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable-looking fields (a dict)
-
-    def __repr__(self) -> str:
-        return (
-            f"ReceivedMessage(topic={self.topic!r}, queue_id={self.queue_id}, "
-            f"queue_offset={self.queue_offset}, msg_id={self.msg_id!r}, tags={self.tags!r}, "
-            f"keys={self.keys!r}, body=<{len(self.body)} bytes>)"
-        )
 
 
 @dataclass(frozen=True, slots=True)
