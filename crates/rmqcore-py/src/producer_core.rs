@@ -102,9 +102,6 @@ struct State {
     closed: bool,
     next_queue: HashMap<String, u64>,
     queue_counts: HashMap<String, usize>,
-    /// Bumped on every change a waiting thread may care about (no lost wake-ups between
-    /// reading the state and starting to wait).
-    version: u64,
 }
 
 impl State {
@@ -250,19 +247,44 @@ fn seconds(value: f64, argument: &str) -> PyResult<Duration> {
 }
 
 impl PyProducerCore {
-    fn notify(&self, state: &mut State) {
-        state.version += 1;
+    fn notify(&self) {
         self.changed.notify_all();
     }
 
-    /// Release the GIL and wait until the state changes after `version`, or `timeout`.
-    fn wait_for_change(&self, py: Python<'_>, version: u64, timeout: Duration) {
-        py.detach(|| {
-            let state = lock(&self.state);
-            let _ = self
-                .changed
-                .wait_timeout_while(state, timeout, |state| state.version == version);
-        });
+    /// Wait, without the GIL, until `done(state)` holds (true) or `deadline` passes
+    /// (false). The GIL is taken back only to check for Ctrl-C now and then: a thread
+    /// woken for every change would take it from the application's thread each time.
+    fn wait_until(
+        &self,
+        py: Python<'_>,
+        deadline: Option<Instant>,
+        done: impl Fn(&State) -> bool + Send + Sync,
+    ) -> PyResult<bool> {
+        loop {
+            let finished = py.detach(|| {
+                let until = Instant::now() + SIGNAL_CHECK;
+                let until = deadline.map_or(until, |deadline| deadline.min(until));
+                let mut state = lock(&self.state);
+                loop {
+                    if done(&state) {
+                        return Some(true);
+                    }
+                    let now = Instant::now();
+                    if now >= until {
+                        return deadline.filter(|deadline| now >= *deadline).map(|_| false);
+                    }
+                    state = self
+                        .changed
+                        .wait_timeout(state, until - now)
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .0;
+                }
+            });
+            if let Some(finished) = finished {
+                return Ok(finished);
+            }
+            py.check_signals()?;
+        }
     }
 
     /// The queue for a message, or the error that kept the route from being known.
@@ -336,7 +358,6 @@ impl PyProducerCore {
                 closed: false,
                 next_queue: HashMap::new(),
                 queue_counts: HashMap::new(),
-                version: 0,
             }),
             changed: Condvar::new(),
         }
@@ -420,11 +441,9 @@ impl PyProducerCore {
 
         let (outcome, index, ready) = {
             let mut guard = lock(&core.state);
-            while guard.limits.must_wait(&guard, size) {
-                let version = guard.version;
+            if guard.limits.must_wait(&guard, size) {
                 drop(guard);
-                core.wait_for_change(py, version, SIGNAL_CHECK);
-                py.check_signals()?;
+                core.wait_until(py, None, |state| !state.limits.must_wait(state, size))?;
                 guard = lock(&core.state);
             }
             let limits = guard.limits;
@@ -435,8 +454,8 @@ impl PyProducerCore {
                 .is_some_and(|batch| !limits.full(batch, size));
             if !open {
                 batches.push_back(Batch::new(&key));
-                state.version += 1;
-                core.changed.notify_all();
+                // The sender thread schedules its linger.
+                core.notify();
             }
             let batch = batches.back_mut().expect("a batch was just opened");
             batch.messages.extend_from_slice(&encoded);
@@ -459,7 +478,7 @@ impl PyProducerCore {
                     // every hand-off between threads costs more than the send.
                     ready = state.take_next(&key);
                 } else {
-                    core.notify(state);
+                    core.notify();
                 }
             }
             (outcome, index, ready)
@@ -479,34 +498,10 @@ impl PyProducerCore {
             .map(|timeout| seconds(timeout.max(0.0), "timeout"))
             .transpose()?
             .map(|timeout| Instant::now() + timeout);
-        {
-            let mut state = lock(&self.state);
-            state.flushing += 1;
-            self.notify(&mut state);
-        }
-        let result = (|| loop {
-            let version = {
-                let state = lock(&self.state);
-                if state.pending == 0 {
-                    return Ok(true);
-                }
-                state.version
-            };
-            let slice = match deadline {
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Ok(false);
-                    }
-                    left.min(SIGNAL_CHECK)
-                }
-                None => SIGNAL_CHECK,
-            };
-            self.wait_for_change(py, version, slice);
-            py.check_signals()?;
-        })();
-        let mut state = lock(&self.state);
-        state.flushing -= 1;
+        lock(&self.state).flushing += 1;
+        self.notify();
+        let result = self.wait_until(py, deadline, |state| state.pending == 0);
+        lock(&self.state).flushing -= 1;
         result
     }
 
@@ -524,16 +519,14 @@ impl PyProducerCore {
 
     /// Make every queued batch due at once, and retries fail rather than wait.
     fn _close(&self) {
-        let mut state = lock(&self.state);
-        state.closed = true;
-        self.notify(&mut state);
+        lock(&self.state).closed = true;
+        self.notify();
     }
 
     /// Send batches at once while a caller waits for one (`send_sync`).
     fn _begin_flush(&self) {
-        let mut state = lock(&self.state);
-        state.flushing += 1;
-        self.notify(&mut state);
+        lock(&self.state).flushing += 1;
+        self.notify();
     }
 
     fn _end_flush(&self) {
@@ -550,26 +543,33 @@ impl PyProducerCore {
     /// For the sender thread: the batches due now, waiting until some are; None once
     /// the producer is closed and nothing is left.
     fn _take_due(&self, py: Python<'_>) -> PyResult<Option<Vec<Py<PyOutgoingBatch>>>> {
-        loop {
-            let (due, version, wake) = {
-                let mut state = lock(&self.state);
+        let due = py.detach(|| {
+            let mut state = lock(&self.state);
+            loop {
                 let now = Instant::now();
                 let (due, wake) = state.due(now);
-                if due.is_empty() && state.closed && state.idle() {
-                    return Ok(None);
+                if !due.is_empty() {
+                    return Some(due);
                 }
-                let wait = wake.map(|wake| wake.saturating_duration_since(now).max(MIN_WAKE));
-                (due, state.version, wait)
-            };
-            if !due.is_empty() {
-                return due
-                    .into_iter()
-                    .map(|batch| Py::new(py, PyOutgoingBatch { batch: Some(batch) }))
-                    .collect::<PyResult<Vec<_>>>()
-                    .map(Some);
+                if state.closed && state.idle() {
+                    return None;
+                }
+                let sleep = wake.map_or(SIGNAL_CHECK, |wake| {
+                    wake.saturating_duration_since(now).max(MIN_WAKE)
+                });
+                state = self
+                    .changed
+                    .wait_timeout(state, sleep)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .0;
             }
-            self.wait_for_change(py, version, wake.unwrap_or(SIGNAL_CHECK).min(SIGNAL_CHECK));
-        }
+        });
+        due.map(|due| {
+            due.into_iter()
+                .map(|batch| Py::new(py, PyOutgoingBatch { batch: Some(batch) }))
+                .collect()
+        })
+        .transpose()
     }
 
     /// Send `batch` again after `delay` seconds, looking its route up afresh.
@@ -577,11 +577,10 @@ impl PyProducerCore {
         let delay = seconds(delay, "delay")?;
         let mut batch = batch.borrow_mut().batch.take().ok_or_else(handed_back)?;
         batch.refresh_route = true;
-        let mut state = lock(&self.state);
-        state
+        lock(&self.state)
             .retries
             .insert(batch.key(), (batch, Instant::now() + delay));
-        self.notify(&mut state);
+        self.notify();
         Ok(())
     }
 
@@ -624,9 +623,9 @@ impl PyProducerCore {
             } else {
                 None
             };
-            self.notify(&mut state);
             following
         };
+        self.notify();
         // The batch (its outcome, with Python objects) is dropped here, after the lock.
         drop(batch);
         following
