@@ -35,7 +35,9 @@ __all__ = [
     "__version__",
     "body_crc",
     "decode_pull_response",
+    "encode_send_batches",
     "java_string_hash",
+    "split_send_batches",
 ]
 
 __version__: str
@@ -249,6 +251,14 @@ class ReceivedMessage:
 def decode_pull_response(raw: bytes) -> tuple[list[ReceivedMessage], int, int, int]:
     """The messages of an encoded ``rmq.v1.PullResponse``, and its ``next_offset``,
     ``min_offset`` and ``max_offset``."""
+
+def encode_send_batches(batches: Sequence[OutgoingBatch]) -> bytes:
+    """One ``rmq.v1.SendBatchesRequest`` carrying the batches (of different queues of one
+    shard)."""
+
+def split_send_batches(raw: bytes) -> list[bytes] | None:
+    """The ``SendRequest``s of an encoded ``rmq.v1.SendBatchesRequest``, still encoded;
+    None when the bytes are not one."""
 
 @final
 class OutgoingBatch:

@@ -14,6 +14,7 @@ mod received_message;
 mod recovery_report;
 mod retention_report;
 mod send_batch;
+mod send_batches;
 mod send_future;
 mod send_request_builder;
 mod store;
@@ -42,6 +43,8 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<decoder::PyColumnBuffer>()?;
     module.add_function(wrap_pyfunction!(functions::java_string_hash, module)?)?;
     module.add_function(wrap_pyfunction!(functions::body_crc, module)?)?;
+    module.add_function(wrap_pyfunction!(send_batches::split_send_batches, module)?)?;
+    module.add_function(wrap_pyfunction!(send_batches::encode_send_batches, module)?)?;
     module.add_function(wrap_pyfunction!(
         received_message::decode_pull_response,
         module

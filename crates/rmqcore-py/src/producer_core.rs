@@ -183,6 +183,12 @@ impl PyOutgoingBatch {
     fn batch(&self) -> PyResult<&Batch> {
         self.batch.as_ref().ok_or_else(handed_back)
     }
+
+    /// Topic, queue and encoded messages, for a request carrying several batches.
+    pub fn parts(&self) -> PyResult<(&str, i32, &[u8])> {
+        let batch = self.batch()?;
+        Ok((&batch.topic, batch.queue_id, &batch.messages))
+    }
 }
 
 fn handed_back() -> PyErr {
@@ -442,9 +448,16 @@ impl PyProducerCore {
         let (outcome, index, ready) = {
             let mut guard = lock(&core.state);
             if guard.limits.must_wait(&guard, size) {
+                // Lingering batches leave at once while a send waits for room (as for a
+                // flush): otherwise it would wait out their linger.
+                guard.flushing += 1;
                 drop(guard);
-                core.wait_until(py, None, |state| !state.limits.must_wait(state, size))?;
+                core.notify();
+                let waited =
+                    core.wait_until(py, None, |state| !state.limits.must_wait(state, size));
                 guard = lock(&core.state);
+                guard.flushing -= 1;
+                waited?;
             }
             let limits = guard.limits;
             let state = &mut *guard;

@@ -167,12 +167,18 @@ pub fn encode_request<'py>(
     queue_id: i32,
     messages: &[u8],
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let mut head = Vec::with_capacity(field_length(request::TOPIC, topic.len()) + 11);
-    put_bytes_field(&mut head, request::TOPIC, topic.as_bytes());
-    put_int_field(&mut head, request::QUEUE_ID, i64::from(queue_id));
+    let head = request_head(topic, queue_id);
     PyBytes::new_with(py, head.len() + messages.len(), |buffer| {
         buffer[..head.len()].copy_from_slice(&head);
         buffer[head.len()..].copy_from_slice(messages);
         Ok(())
     })
+}
+
+/// The fields of a `SendRequest` before its messages.
+pub fn request_head(topic: &str, queue_id: i32) -> Vec<u8> {
+    let mut head = Vec::with_capacity(field_length(request::TOPIC, topic.len()) + 11);
+    put_bytes_field(&mut head, request::TOPIC, topic.as_bytes());
+    put_int_field(&mut head, request::QUEUE_ID, i64::from(queue_id));
+    head
 }

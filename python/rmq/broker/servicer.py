@@ -15,6 +15,7 @@ from typing import TypeVar
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from rmq._rmqcore import split_send_batches
 from rmq.broker.route_handler import RouteHandler
 from rmq.broker.shard_handler import ShardHandler
 from rmq.broker.status import status_for
@@ -80,6 +81,31 @@ def _send_one(handler: ShardHandler, raw: bytes, host: str | None) -> bytes:
     return handler.send(parse(pb.SendRequest, raw), host).SerializeToString()
 
 
+def _answer(handler: ShardHandler, raw: bytes, host: str | None) -> pb.SendStreamResponse:
+    """One batch's answer in SendStream and SendBatches: where it was stored, or the status
+    saying why not. The engine's fast path first; the request is parsed in Python only
+    when the fast path declines it or fails (an error answer needs its sequence). Raises
+    ``DecodeError`` when ``raw`` is not a SendRequest."""
+    failure: Exception | None = None
+    try:
+        encoded = handler.send_raw(raw, host)
+    except Exception as error:  # answered, and the caller goes on
+        encoded, failure = None, error
+    if encoded is not None:
+        result = pb.SendResponse.FromString(encoded)
+        return pb.SendStreamResponse(sequence=result.sequence, result=result)
+    request = parse(pb.SendRequest, raw)
+    try:
+        if failure is not None:
+            raise failure
+        return pb.SendStreamResponse(sequence=request.sequence, result=handler.send(request, host))
+    except Exception as error:  # answered, and the caller goes on
+        code, message = status_for(error)
+        return pb.SendStreamResponse(
+            sequence=request.sequence, error=pb.Error(code=code.value[0], message=message)
+        )
+
+
 def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]:
     def send(raw: bytes, context: grpc.ServicerContext) -> bytes:
         try:
@@ -93,39 +119,32 @@ def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]
     ) -> Iterator[bytes]:
         host = born_host(context)
         for raw in raw_requests:
-            # The engine's fast path first; the request is parsed in Python only when the
-            # fast path declines it or fails (an error answer needs its sequence).
-            failure: Exception | None = None
             try:
-                encoded = handler.send_raw(raw, host)
-            except Exception as error:  # reported in the stream, which goes on
-                encoded, failure = None, error
-            if encoded is not None:
-                result = pb.SendResponse.FromString(encoded)
-                yield pb.SendStreamResponse(
-                    sequence=result.sequence, result=result
-                ).SerializeToString()
-                continue
-            try:
-                request = parse(pb.SendRequest, raw)
+                answer = _answer(handler, raw, host)
             except DecodeError as error:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-            try:
-                if failure is not None:
-                    raise failure
-                result = handler.send(request, host)
-                answer = pb.SendStreamResponse(sequence=request.sequence, result=result)
-            except Exception as error:  # reported in the stream, which goes on
-                code, message = status_for(error)
-                answer = pb.SendStreamResponse(
-                    sequence=request.sequence,
-                    error=pb.Error(code=code.value[0], message=message),
-                )
             yield answer.SerializeToString()
+
+    def send_batches(raw: bytes, context: grpc.ServicerContext) -> bytes:
+        parts = split_send_batches(raw)
+        if parts is None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed SendBatchesRequest")
+        host = born_host(context)
+        answers = []
+        for part in parts:
+            try:
+                answers.append(_answer(handler, part, host))
+            except DecodeError as error:  # this batch only; the others are stored
+                invalid = pb.Error(
+                    code=grpc.StatusCode.INVALID_ARGUMENT.value[0], message=str(error)
+                )
+                answers.append(pb.SendStreamResponse(error=invalid))
+        return pb.SendBatchesResponse(answers=answers).SerializeToString()
 
     methods = {
         "Send": grpc.unary_unary_rpc_method_handler(send),
         "SendStream": grpc.stream_stream_rpc_method_handler(send_stream),
+        "SendBatches": grpc.unary_unary_rpc_method_handler(send_batches),
         "Pull": unary(pb.PullRequest, lambda r, c: handler.pull(r, c.time_remaining())),
         "QueueOffsets": unary(pb.QueueOffsetsRequest, lambda r, c: handler.queue_offsets(r)),
         "CommitOffsets": unary(pb.CommitOffsetsRequest, lambda r, c: handler.commit_offsets(r)),

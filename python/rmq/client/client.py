@@ -35,6 +35,7 @@ def _shard_method(name: str) -> str:
 
 
 _SEND_METHOD = _shard_method("Send")
+_SEND_BATCHES_METHOD = _shard_method("SendBatches")
 _PULL_METHOD = _shard_method("Pull")
 T = TypeVar("T")
 
@@ -71,6 +72,9 @@ class Client:
         self._channels: dict[str, grpc.Channel] = {}
         self._encoded_sends: dict[str, grpc.UnaryUnaryMultiCallable[bytes, pb.SendResponse]] = {}
         self._encoded_pulls: dict[str, grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]] = {}
+        self._encoded_send_batches: dict[
+            str, grpc.UnaryUnaryMultiCallable[bytes, pb.SendBatchesResponse]
+        ] = {}
         self._routes: dict[str, TopicRoute] = {}
         self._route_stub = pb_grpc.RouteStub(self._channel(endpoint))
         self._closed = False
@@ -97,6 +101,21 @@ class Client:
                 response_deserializer=pb.SendResponse.FromString,
             )
             self._encoded_sends[endpoint] = send
+        return send
+
+    def encoded_send_batches(
+        self, endpoint: str
+    ) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendBatchesResponse]:
+        """``Shard.SendBatches`` taking the request already encoded
+        (``rmq._rmqcore.encode_send_batches``)."""
+        send = self._encoded_send_batches.get(endpoint)
+        if send is None:
+            send = self._channel(endpoint).unary_unary(
+                _SEND_BATCHES_METHOD,
+                request_serializer=None,  # the request is bytes already
+                response_deserializer=pb.SendBatchesResponse.FromString,
+            )
+            self._encoded_send_batches[endpoint] = send
         return send
 
     def encoded_pull(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]:
@@ -274,6 +293,7 @@ class Client:
             channels, self._channels = list(self._channels.values()), {}
             self._encoded_sends = {}
             self._encoded_pulls = {}
+            self._encoded_send_batches = {}
             self._closed = True
         for channel in channels:
             channel.close()

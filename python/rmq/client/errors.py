@@ -95,3 +95,14 @@ def from_rpc_error(error: grpc.RpcError, what: str = "") -> BrokerError:
     details = (error.details() if hasattr(error, "details") else None) or str(code)
     cls = _BY_CODE.get(code, BrokerError)
     return cls(f"{what}: {details}" if what else details, code)
+
+
+_CODES_BY_VALUE = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def from_status(code_value: int, message: str, what: str = "") -> BrokerError:
+    """The client-side exception for an error answered inside a response (``rmq.v1.Error``:
+    one batch of SendStream or SendBatches), as if the call had failed with it."""
+    code = _CODES_BY_VALUE.get(code_value, grpc.StatusCode.UNKNOWN)
+    cls = _BY_CODE.get(code, BrokerError)
+    return cls(f"{what}: {message}" if what else message, code)

@@ -12,15 +12,16 @@ happens once per batch (routes, the RPC, retries, the sender thread) is here.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 
 import grpc
 
 from rmq import errors
-from rmq._rmqcore import OutgoingBatch, ProducerCore, SendFuture
+from rmq._rmqcore import OutgoingBatch, ProducerCore, SendFuture, encode_send_batches
 from rmq.client.client import Client
-from rmq.client.errors import RETRYABLE, BrokerError, from_rpc_error
+from rmq.client.errors import RETRYABLE, BrokerError, from_rpc_error, from_status
 from rmq.client.messages import SendResult
 from rmq.proto.v1 import broker_pb2 as pb
 
@@ -131,49 +132,104 @@ class Producer(ProducerCore):
 
     def _run(self) -> None:
         while (due := self._take_due()) is not None:
-            for batch in due:
-                self._dispatch(batch)
+            self._dispatch_all(due)
 
     def _dispatch(self, batch: OutgoingBatch) -> None:
+        """Send one batch (ProducerCore calls this when ``send`` fills a batch)."""
+        self._dispatch_all([batch])
+
+    def _dispatch_all(self, batches: list[OutgoingBatch]) -> None:
+        """Send batches of different queues: one Send call per shard for a shard with one
+        of them, one SendBatches call for a shard with several."""
+        by_endpoint: dict[str, list[OutgoingBatch]] = {}
+        for batch in batches:
+            batch.mark_sent()
+            try:
+                endpoint = self._endpoint(batch)
+            except Exception as error:
+                self._failed(batch, error)
+                continue
+            by_endpoint.setdefault(endpoint, []).append(batch)
+        for endpoint, group in by_endpoint.items():
+            try:
+                if len(group) == 1:
+                    [batch] = group
+                    call = self._client.encoded_send(endpoint).future(
+                        batch.encode(),
+                        timeout=self._client.timeout,
+                        metadata=self._client.metadata,
+                    )
+                    call.add_done_callback(functools.partial(self._on_done, batch))
+                else:
+                    many = self._client.encoded_send_batches(endpoint).future(
+                        encode_send_batches(group),
+                        timeout=self._client.timeout,
+                        metadata=self._client.metadata,
+                    )
+                    many.add_done_callback(functools.partial(self._on_group_done, group))
+            except Exception as error:
+                for batch in group:
+                    self._failed(batch, error)
+
+    def _endpoint(self, batch: OutgoingBatch) -> str:
+        """The endpoint of the shard serving the batch's queue, from the route."""
         topic, queue_id = batch.topic, batch.queue_id
-        batch.mark_sent()
-        try:
-            route = self._client.route(topic, refresh=batch.refresh_route)
-            if queue_id >= len(route.queues):
-                route = self._client.route(topic, refresh=True)
-            self._set_queue_count(topic, len(route.queues))
-            if queue_id >= len(route.queues) or queue_id < 0:
-                raise errors.InvalidArgumentError(
-                    f"queue {queue_id} does not exist; topic {topic!r} has "
-                    f"{len(route.queues)} queues",
-                    "queue_id",
-                )
-            send = self._client.encoded_send(route.queues[queue_id].endpoint)
-            call = send.future(
-                batch.encode(), timeout=self._client.timeout, metadata=self._client.metadata
+        route = self._client.route(topic, refresh=batch.refresh_route)
+        if queue_id >= len(route.queues):
+            route = self._client.route(topic, refresh=True)
+        self._set_queue_count(topic, len(route.queues))
+        if queue_id >= len(route.queues) or queue_id < 0:
+            raise errors.InvalidArgumentError(
+                f"queue {queue_id} does not exist; topic {topic!r} has {len(route.queues)} queues",
+                "queue_id",
             )
-        except Exception as error:
-            if isinstance(error, BrokerError) and error.code in RETRYABLE:
-                self._retry_or_fail(batch, error)
-            else:
-                self._finish(batch, None, error)
-            return
-        call.add_done_callback(lambda done: self._on_done(batch, done))
+        return route.queues[queue_id].endpoint
+
+    def _failed(self, batch: OutgoingBatch, error: BaseException) -> None:
+        """A batch that could not be sent: retried when the error may pass, else failed."""
+        if isinstance(error, BrokerError) and error.code in RETRYABLE:
+            self._retry_or_fail(batch, error)
+        else:
+            self._finish(batch, None, error)
 
     def _on_done(self, batch: OutgoingBatch, call: grpc.Future[pb.SendResponse]) -> None:
         try:
             response = call.result()
         except grpc.RpcError as error:
-            failure = from_rpc_error(error, f"send to {batch.topic}/{batch.queue_id}")
-            if failure.code in RETRYABLE:
-                self._retry_or_fail(batch, failure)
-            else:
-                self._finish(batch, None, failure)
+            self._failed(batch, from_rpc_error(error, f"send to {batch.topic}/{batch.queue_id}"))
             return
         except Exception as error:  # cancelled or a local failure
             self._finish(batch, None, error)
             return
-        self._finish(batch, response, None, send_next=True)
+        self._send_following([self._finish(batch, response, None, send_next=True)])
+
+    def _on_group_done(
+        self, group: list[OutgoingBatch], call: grpc.Future[pb.SendBatchesResponse]
+    ) -> None:
+        try:
+            response = call.result()
+        except grpc.RpcError as error:
+            for batch in group:
+                where = f"send to {batch.topic}/{batch.queue_id}"
+                self._failed(batch, from_rpc_error(error, where))
+            return
+        except Exception as error:  # cancelled or a local failure
+            for batch in group:
+                self._finish(batch, None, error)
+            return
+        if len(response.answers) != len(group):
+            wrong = BrokerError("the broker answered SendBatches with a wrong count")
+            for batch in group:
+                self._finish(batch, None, wrong)
+            return
+        following = []
+        for batch, answer in zip(group, response.answers, strict=True):
+            if answer.HasField("error"):
+                where = f"send to {batch.topic}/{batch.queue_id}"
+                self._failed(batch, from_status(answer.error.code, answer.error.message, where))
+            else:
+                following.append(self._finish(batch, answer.result, None, send_next=True))
+        self._send_following(following)
 
     def _retry_or_fail(self, batch: OutgoingBatch, error: BrokerError) -> None:
         if batch.mark_sent() >= self._retry_timeout or self.closed:
@@ -188,27 +244,32 @@ class Producer(ProducerCore):
         error: BaseException | None,
         *,
         send_next: bool = False,
-    ) -> None:
+    ) -> OutgoingBatch | None:
         """Resolve the batch's futures; with ``send_next`` (an answer from the broker,
-        not a failure inside ``_dispatch``), also send the queue's next batch if ready."""
+        not a failure before sending), return the queue's next batch if it is ready, for
+        ``_send_following``."""
         if response is not None and len(response.msg_ids) != len(batch):
             response, error = None, BrokerError("the broker answered a batch with a wrong count")
         elif response is None and error is None:
             error = BrokerError("the batch ended without an answer")
-        # The queue's next batch leaves from here, on the thread that saw this one end:
-        # waking the sender thread would cost a hand-off of the GIL, which measured tens
-        # of milliseconds per batch while the application's thread keeps sending.
-        # Not while this thread is already sending a next batch: a call that ended
-        # before its callback was attached calls back on the spot, and the chain would
-        # recurse.
+        # Not while this thread is already sending next batches: a call that ended before
+        # its callback was attached calls back on the spot, and the chain would recurse.
         nested = getattr(self._thread_state, "sending_next", False)
-        following = self._complete(batch, response, error, send_next and not nested)
-        if following is not None:
-            self._thread_state.sending_next = True
-            try:
-                self._dispatch(following)
-            finally:
-                self._thread_state.sending_next = False
+        return self._complete(batch, response, error, send_next and not nested)
+
+    def _send_following(self, batches: list[OutgoingBatch | None]) -> None:
+        """Send the next batches of queues whose batch was just answered, from the thread
+        that saw the answer: waking the sender thread would cost a hand-off of the GIL,
+        which measured tens of milliseconds per batch while the application's thread
+        keeps sending. Answered together, they leave together (one call per shard)."""
+        ready = [batch for batch in batches if batch is not None]
+        if not ready:
+            return
+        self._thread_state.sending_next = True
+        try:
+            self._dispatch_all(ready)
+        finally:
+            self._thread_state.sending_next = False
 
 
 __all__ = ["Producer", "SendFuture"]

@@ -287,7 +287,7 @@ Global___SendResponse: _TypeAlias = SendResponse  # noqa: Y015
 
 @_typing.final
 class SendStreamResponse(_message.Message):
-    """One answer per request of a SendStream, in request order."""
+    """One answer per request of a SendStream (or per batch of SendBatches), in request order."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -315,6 +315,52 @@ class SendStreamResponse(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_outcome) -> _WhichOneofReturnType_outcome | None: ...
 
 Global___SendStreamResponse: _TypeAlias = SendStreamResponse  # noqa: Y015
+
+@_typing.final
+class SendBatchesRequest(_message.Message):
+    """Batches for several queues of one shard in one call: what a producer has ready for
+    that shard. Each batch is stored all or none on its own, as by Send.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BATCHES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def batches(self) -> _containers.RepeatedCompositeFieldContainer[Global___SendRequest]: ...
+    def __init__(
+        self,
+        *,
+        batches: _abc.Iterable[Global___SendRequest] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batches", b"batches"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SendBatchesRequest: _TypeAlias = SendBatchesRequest  # noqa: Y015
+
+@_typing.final
+class SendBatchesResponse(_message.Message):
+    """One answer per batch, in request order: where it was stored, or why not."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ANSWERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def answers(self) -> _containers.RepeatedCompositeFieldContainer[Global___SendStreamResponse]: ...
+    def __init__(
+        self,
+        *,
+        answers: _abc.Iterable[Global___SendStreamResponse] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answers", b"answers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SendBatchesResponse: _TypeAlias = SendBatchesResponse  # noqa: Y015
 
 @_typing.final
 class PullRequest(_message.Message):

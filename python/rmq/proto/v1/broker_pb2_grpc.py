@@ -44,6 +44,11 @@ class ShardStub:
                 request_serializer=rmq_dot_proto_dot_v1_dot_broker__pb2.SendRequest.SerializeToString,
                 response_deserializer=rmq_dot_proto_dot_v1_dot_broker__pb2.SendStreamResponse.FromString,
                 _registered_method=True)
+        self.SendBatches = channel.unary_unary(
+                '/rmq.v1.Shard/SendBatches',
+                request_serializer=rmq_dot_proto_dot_v1_dot_broker__pb2.SendBatchesRequest.SerializeToString,
+                response_deserializer=rmq_dot_proto_dot_v1_dot_broker__pb2.SendBatchesResponse.FromString,
+                _registered_method=True)
         self.Pull = channel.unary_unary(
                 '/rmq.v1.Shard/Pull',
                 request_serializer=rmq_dot_proto_dot_v1_dot_broker__pb2.PullRequest.SerializeToString,
@@ -103,6 +108,13 @@ class ShardServicer:
 
     def SendStream(self, request_iterator, context):
         """Pipelined sends: each request is answered in order, failures included.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SendBatches(self, request, context):
+        """Several queues' batches in one call: fewer calls when every queue has a batch ready.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -176,6 +188,11 @@ def add_ShardServicer_to_server(servicer, server):
                     servicer.SendStream,
                     request_deserializer=rmq_dot_proto_dot_v1_dot_broker__pb2.SendRequest.FromString,
                     response_serializer=rmq_dot_proto_dot_v1_dot_broker__pb2.SendStreamResponse.SerializeToString,
+            ),
+            'SendBatches': grpc.unary_unary_rpc_method_handler(
+                    servicer.SendBatches,
+                    request_deserializer=rmq_dot_proto_dot_v1_dot_broker__pb2.SendBatchesRequest.FromString,
+                    response_serializer=rmq_dot_proto_dot_v1_dot_broker__pb2.SendBatchesResponse.SerializeToString,
             ),
             'Pull': grpc.unary_unary_rpc_method_handler(
                     servicer.Pull,
@@ -277,6 +294,33 @@ class Shard:
             '/rmq.v1.Shard/SendStream',
             rmq_dot_proto_dot_v1_dot_broker__pb2.SendRequest.SerializeToString,
             rmq_dot_proto_dot_v1_dot_broker__pb2.SendStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SendBatches(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rmq.v1.Shard/SendBatches',
+            rmq_dot_proto_dot_v1_dot_broker__pb2.SendBatchesRequest.SerializeToString,
+            rmq_dot_proto_dot_v1_dot_broker__pb2.SendBatchesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -43,6 +43,8 @@ class ShardStub:
     """Store a batch of messages in one queue."""
     SendStream: _grpc.StreamStreamMultiCallable[_broker_pb2.SendRequest, _broker_pb2.SendStreamResponse]
     """Pipelined sends: each request is answered in order, failures included."""
+    SendBatches: _grpc.UnaryUnaryMultiCallable[_broker_pb2.SendBatchesRequest, _broker_pb2.SendBatchesResponse]
+    """Several queues' batches in one call: fewer calls when every queue has a batch ready."""
     Pull: _grpc.UnaryUnaryMultiCallable[_broker_pb2.PullRequest, _broker_pb2.PullResponse]
     """Read a queue from an offset, waiting up to wait_ms when nothing is there yet."""
     QueueOffsets: _grpc.UnaryUnaryMultiCallable[_broker_pb2.QueueOffsetsRequest, _broker_pb2.QueueOffsetsResponse]
@@ -62,6 +64,8 @@ class ShardAsyncStub(ShardStub):
     """Store a batch of messages in one queue."""
     SendStream: _aio.StreamStreamMultiCallable[_broker_pb2.SendRequest, _broker_pb2.SendStreamResponse]  # type: ignore[assignment]
     """Pipelined sends: each request is answered in order, failures included."""
+    SendBatches: _aio.UnaryUnaryMultiCallable[_broker_pb2.SendBatchesRequest, _broker_pb2.SendBatchesResponse]  # type: ignore[assignment]
+    """Several queues' batches in one call: fewer calls when every queue has a batch ready."""
     Pull: _aio.UnaryUnaryMultiCallable[_broker_pb2.PullRequest, _broker_pb2.PullResponse]  # type: ignore[assignment]
     """Read a queue from an offset, waiting up to wait_ms when nothing is there yet."""
     QueueOffsets: _aio.UnaryUnaryMultiCallable[_broker_pb2.QueueOffsetsRequest, _broker_pb2.QueueOffsetsResponse]  # type: ignore[assignment]
@@ -90,6 +94,14 @@ class ShardServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_broker_pb2.SendStreamResponse], _abc.AsyncIterator[_broker_pb2.SendStreamResponse]]:
         """Pipelined sends: each request is answered in order, failures included."""
+
+    @_abc_1.abstractmethod
+    def SendBatches(
+        self,
+        request: _broker_pb2.SendBatchesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_broker_pb2.SendBatchesResponse, _abc.Awaitable[_broker_pb2.SendBatchesResponse]]:
+        """Several queues' batches in one call: fewer calls when every queue has a batch ready."""
 
     @_abc_1.abstractmethod
     def Pull(

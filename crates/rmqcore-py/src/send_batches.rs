@@ -1,0 +1,51 @@
+//! The framing of `rmq.v1.SendBatchesRequest`: a producer joins the `SendRequest`s of
+//! several queues of one shard into one call (`encode_send_batches`), and the shard takes
+//! them apart (`split_send_batches`) to store each through the Send fast path. On this
+//! 2-core machine a gRPC call costs the Python server about 0.7 ms of CPU whatever it
+//! carries, so fewer, fuller calls leave more of it for storing.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::producer_core::PyOutgoingBatch;
+use crate::protobuf_wire::WIRE_LENGTH_DELIMITED;
+use crate::protobuf_wire::{field_length, put_tag, put_varint, WireReader, WireValue};
+use crate::send_request_builder::request_head;
+
+/// `SendBatchesRequest.batches`.
+const BATCHES: u32 = 1;
+
+/// The `SendRequest`s of an encoded `SendBatchesRequest`, still encoded; None when the
+/// bytes are not one (malformed, or a field other than `batches`).
+#[pyfunction]
+pub fn split_send_batches<'py>(py: Python<'py>, raw: &[u8]) -> Option<Vec<Bound<'py, PyBytes>>> {
+    let mut reader = WireReader::new(raw);
+    let mut batches = Vec::new();
+    while let Some((field, value)) = reader.next_field()? {
+        match (field, value) {
+            (BATCHES, WireValue::Bytes(batch)) => batches.push(PyBytes::new(py, batch)),
+            _ => return None,
+        }
+    }
+    Some(batches)
+}
+
+/// One `SendBatchesRequest` carrying `batches` (each a producer's `OutgoingBatch`).
+#[pyfunction]
+pub fn encode_send_batches<'py>(
+    py: Python<'py>,
+    batches: Vec<PyRef<'py, PyOutgoingBatch>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out = Vec::new();
+    for batch in &batches {
+        let (topic, queue_id, messages) = batch.parts()?;
+        let head = request_head(topic, queue_id);
+        let length = head.len() + messages.len();
+        out.reserve(field_length(BATCHES, length));
+        put_tag(&mut out, BATCHES, WIRE_LENGTH_DELIMITED);
+        put_varint(&mut out, length as u64);
+        out.extend_from_slice(&head);
+        out.extend_from_slice(messages);
+    }
+    Ok(PyBytes::new(py, &out))
+}
