@@ -37,7 +37,9 @@ __all__ = [
     "decode_pull_response",
     "encode_send_batches",
     "java_string_hash",
+    "send_batches_response",
     "split_send_batches",
+    "stored_answer",
 ]
 
 __version__: str
@@ -255,6 +257,13 @@ def decode_pull_response(raw: bytes) -> tuple[list[ReceivedMessage], int, int, i
 def encode_send_batches(batches: Sequence[OutgoingBatch]) -> bytes:
     """One ``rmq.v1.SendBatchesRequest`` carrying the batches (of different queues of one
     shard)."""
+
+def stored_answer(response: bytes) -> bytes | None:
+    """The encoded ``rmq.v1.SendStreamResponse`` for a stored batch's encoded
+    ``SendResponse`` (its sequence echoed); None when the bytes are not one."""
+
+def send_batches_response(answers: Sequence[bytes]) -> bytes:
+    """An encoded ``rmq.v1.SendBatchesResponse`` of encoded ``SendStreamResponse``s."""
 
 def split_send_batches(raw: bytes) -> list[bytes] | None:
     """The ``SendRequest``s of an encoded ``rmq.v1.SendBatchesRequest``, still encoded;

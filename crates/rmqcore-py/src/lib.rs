@@ -45,6 +45,11 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(functions::body_crc, module)?)?;
     module.add_function(wrap_pyfunction!(send_batches::split_send_batches, module)?)?;
     module.add_function(wrap_pyfunction!(send_batches::encode_send_batches, module)?)?;
+    module.add_function(wrap_pyfunction!(send_batches::stored_answer, module)?)?;
+    module.add_function(wrap_pyfunction!(
+        send_batches::send_batches_response,
+        module
+    )?)?;
     module.add_function(wrap_pyfunction!(
         received_message::decode_pull_response,
         module

@@ -31,7 +31,7 @@ pub(crate) mod message {
     pub const BORN_TIMESTAMP: u32 = 6;
 }
 
-mod response {
+pub mod response {
     pub const MSG_IDS: u32 = 1;
     pub const COMMITLOG_OFFSETS: u32 = 2;
     pub const QUEUE_OFFSETS: u32 = 3;

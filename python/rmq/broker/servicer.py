@@ -15,7 +15,7 @@ from typing import TypeVar
 import grpc
 from google.protobuf.message import DecodeError, Message
 
-from rmq._rmqcore import split_send_batches
+from rmq._rmqcore import send_batches_response, split_send_batches, stored_answer
 from rmq.broker.route_handler import RouteHandler
 from rmq.broker.shard_handler import ShardHandler
 from rmq.broker.status import status_for
@@ -81,10 +81,11 @@ def _send_one(handler: ShardHandler, raw: bytes, host: str | None) -> bytes:
     return handler.send(parse(pb.SendRequest, raw), host).SerializeToString()
 
 
-def _answer(handler: ShardHandler, raw: bytes, host: str | None) -> pb.SendStreamResponse:
-    """One batch's answer in SendStream and SendBatches: where it was stored, or the status
-    saying why not. The engine's fast path first; the request is parsed in Python only
-    when the fast path declines it or fails (an error answer needs its sequence). Raises
+def _answer(handler: ShardHandler, raw: bytes, host: str | None) -> bytes:
+    """One batch's answer (an encoded SendStreamResponse) in SendStream and SendBatches:
+    where it was stored, or the status saying why not. The engine's fast path first,
+    answered without protobuf objects; the request is parsed in Python only when the fast
+    path declines it or fails (an error answer needs its sequence). Raises
     ``DecodeError`` when ``raw`` is not a SendRequest."""
     failure: Exception | None = None
     try:
@@ -92,18 +93,20 @@ def _answer(handler: ShardHandler, raw: bytes, host: str | None) -> pb.SendStrea
     except Exception as error:  # answered, and the caller goes on
         encoded, failure = None, error
     if encoded is not None:
-        result = pb.SendResponse.FromString(encoded)
-        return pb.SendStreamResponse(sequence=result.sequence, result=result)
+        answer = stored_answer(encoded)
+        if answer is not None:
+            return answer
     request = parse(pb.SendRequest, raw)
     try:
         if failure is not None:
             raise failure
-        return pb.SendStreamResponse(sequence=request.sequence, result=handler.send(request, host))
+        result = handler.send(request, host)
+        stored = pb.SendStreamResponse(sequence=request.sequence, result=result)
+        return stored.SerializeToString()
     except Exception as error:  # answered, and the caller goes on
         code, message = status_for(error)
-        return pb.SendStreamResponse(
-            sequence=request.sequence, error=pb.Error(code=code.value[0], message=message)
-        )
+        refused = pb.Error(code=code.value[0], message=message)
+        return pb.SendStreamResponse(sequence=request.sequence, error=refused).SerializeToString()
 
 
 def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]:
@@ -123,7 +126,7 @@ def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]
                 answer = _answer(handler, raw, host)
             except DecodeError as error:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-            yield answer.SerializeToString()
+            yield answer
 
     def send_batches(raw: bytes, context: grpc.ServicerContext) -> bytes:
         parts = split_send_batches(raw)
@@ -135,11 +138,10 @@ def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]
             try:
                 answers.append(_answer(handler, part, host))
             except DecodeError as error:  # this batch only; the others are stored
-                invalid = pb.Error(
-                    code=grpc.StatusCode.INVALID_ARGUMENT.value[0], message=str(error)
-                )
-                answers.append(pb.SendStreamResponse(error=invalid))
-        return pb.SendBatchesResponse(answers=answers).SerializeToString()
+                code = grpc.StatusCode.INVALID_ARGUMENT.value[0]
+                refused = pb.SendStreamResponse(error=pb.Error(code=code, message=str(error)))
+                answers.append(refused.SerializeToString())
+        return send_batches_response(answers)
 
     methods = {
         "Send": grpc.unary_unary_rpc_method_handler(send),
