@@ -29,7 +29,6 @@ __all__ = [
     "SegmentDecoder",
     "SendBatch",
     "SendFuture",
-    "SendRequestBuilder",
     "Store",
     "VerifyReport",
     "__version__",
@@ -164,22 +163,6 @@ class SendBatch:
     def queue_id(self) -> int: ...
     @property
     def sequence(self) -> int: ...
-    def __len__(self) -> int: ...
-
-@final
-class SendRequestBuilder:
-    """An ``rmq.v1.SendRequest`` built a message at a time, for the producer: each ``add``
-    encodes its message at once, ``encode`` gives the whole request."""
-
-    def __init__(self) -> None: ...
-    def add(
-        self,
-        body: bytes,
-        tags: str | None = None,
-        keys: Sequence[str] | None = None,
-        properties: Mapping[str, str] | None = None,
-    ) -> None: ...
-    def encode(self, topic: str, queue_id: int) -> bytes: ...
     def __len__(self) -> int: ...
 
 @final

@@ -16,7 +16,7 @@ mod retention_report;
 mod send_batch;
 mod send_batches;
 mod send_future;
-mod send_request_builder;
+mod send_request_encoding;
 mod store;
 mod verify_report;
 
@@ -29,7 +29,6 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<store::PyEncodedPull>()?;
     module.add_class::<send_batch::PySendBatch>()?;
-    module.add_class::<send_request_builder::PySendRequestBuilder>()?;
     module.add_class::<producer_core::PyProducerCore>()?;
     module.add_class::<producer_core::PyOutgoingBatch>()?;
     module.add_class::<send_future::PySendFuture>()?;

@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::send_future::{Answer, BatchOutcome, PySendFuture};
-use crate::send_request_builder::{encode_request, property_entries, put_message, strings};
+use crate::send_request_encoding::{encode_request, property_entries, put_message, strings};
 
 /// Bytes counted per message besides its body (keys, tags, framing), for the limits.
 const MESSAGE_OVERHEAD: usize = 64;

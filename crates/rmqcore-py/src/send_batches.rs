@@ -10,7 +10,7 @@ use pyo3::types::PyBytes;
 use crate::producer_core::PyOutgoingBatch;
 use crate::protobuf_wire::{field_length, put_tag, put_varint, WireReader, WireValue};
 use crate::protobuf_wire::{WIRE_LENGTH_DELIMITED, WIRE_VARINT};
-use crate::send_request_builder::request_head;
+use crate::send_request_encoding::request_head;
 
 /// `SendBatchesRequest.batches`.
 const BATCHES: u32 = 1;

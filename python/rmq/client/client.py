@@ -70,11 +70,8 @@ class Client:
         )
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
-        self._encoded_sends: dict[str, grpc.UnaryUnaryMultiCallable[bytes, pb.SendResponse]] = {}
-        self._encoded_pulls: dict[str, grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]] = {}
-        self._encoded_send_batches: dict[
-            str, grpc.UnaryUnaryMultiCallable[bytes, pb.SendBatchesResponse]
-        ] = {}
+        # (method, endpoint) -> a multi-callable taking or giving bytes the engine encodes
+        self._raw_methods: dict[tuple[str, str], grpc.UnaryUnaryMultiCallable[Any, Any]] = {}
         self._routes: dict[str, TopicRoute] = {}
         self._route_stub = pb_grpc.RouteStub(self._channel(endpoint))
         self._closed = False
@@ -91,45 +88,40 @@ class Client:
     def shard_stub(self, endpoint: str) -> pb_grpc.ShardStub:
         return pb_grpc.ShardStub(self._channel(endpoint))
 
-    def encoded_send(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendResponse]:
-        """``Shard.Send`` taking the request already encoded (``SendRequestBuilder``)."""
-        send = self._encoded_sends.get(endpoint)
-        if send is None:
-            send = self._channel(endpoint).unary_unary(
-                _SEND_METHOD,
-                request_serializer=None,  # the request is bytes already
-                response_deserializer=pb.SendResponse.FromString,
+    def _raw_method(
+        self,
+        method: str,
+        endpoint: str,
+        serializer: Callable[[Any], bytes] | None,
+        deserializer: Callable[[bytes], Any] | None,
+    ) -> grpc.UnaryUnaryMultiCallable[Any, Any]:
+        """A Shard method with bytes on one side or both (None: no conversion), made once
+        per endpoint."""
+        call = self._raw_methods.get((method, endpoint))
+        if call is None:
+            call = self._channel(endpoint).unary_unary(
+                method, request_serializer=serializer, response_deserializer=deserializer
             )
-            self._encoded_sends[endpoint] = send
-        return send
+            self._raw_methods[(method, endpoint)] = call
+        return call
+
+    def encoded_send(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendResponse]:
+        """``Shard.Send`` taking the request already encoded (``OutgoingBatch.encode``)."""
+        return self._raw_method(_SEND_METHOD, endpoint, None, pb.SendResponse.FromString)
 
     def encoded_send_batches(
         self, endpoint: str
     ) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendBatchesResponse]:
         """``Shard.SendBatches`` taking the request already encoded
         (``rmq._rmqcore.encode_send_batches``)."""
-        send = self._encoded_send_batches.get(endpoint)
-        if send is None:
-            send = self._channel(endpoint).unary_unary(
-                _SEND_BATCHES_METHOD,
-                request_serializer=None,  # the request is bytes already
-                response_deserializer=pb.SendBatchesResponse.FromString,
-            )
-            self._encoded_send_batches[endpoint] = send
-        return send
+        return self._raw_method(
+            _SEND_BATCHES_METHOD, endpoint, None, pb.SendBatchesResponse.FromString
+        )
 
     def encoded_pull(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]:
         """``Shard.Pull`` answering with the response's bytes, for
         ``rmq._rmqcore.decode_pull_response``."""
-        pull = self._encoded_pulls.get(endpoint)
-        if pull is None:
-            pull = self._channel(endpoint).unary_unary(
-                _PULL_METHOD,
-                request_serializer=pb.PullRequest.SerializeToString,
-                response_deserializer=None,  # decoded by the engine
-            )
-            self._encoded_pulls[endpoint] = pull
-        return pull
+        return self._raw_method(_PULL_METHOD, endpoint, pb.PullRequest.SerializeToString, None)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
@@ -291,9 +283,7 @@ class Client:
     def close(self) -> None:
         with self._lock:
             channels, self._channels = list(self._channels.values()), {}
-            self._encoded_sends = {}
-            self._encoded_pulls = {}
-            self._encoded_send_batches = {}
+            self._raw_methods = {}
             self._closed = True
         for channel in channels:
             channel.close()

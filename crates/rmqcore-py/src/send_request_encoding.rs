@@ -1,6 +1,6 @@
-//! `rmq._rmqcore.SendRequestBuilder`: the client side of `SendBatch`. A producer adds
-//! each message as it is sent and gets the encoded `rmq.v1.SendRequest` when the batch
-//! leaves, instead of building a protobuf object per message and serializing it again
+//! The client side of `SendBatch`: a producer encodes each message into its batch's
+//! `rmq.v1.SendRequest` bytes as it is sent (`put_message`), and the batch leaves as those
+//! bytes, instead of building a protobuf object per message and serializing it again
 //! (measured: 2.3 µs per 100-byte message to add one, 0.5 µs to serialize it).
 
 use pyo3::exceptions::PyTypeError;
@@ -16,14 +16,6 @@ use crate::send_batch::{message, request};
 /// as field 2.
 const MAP_KEY: u32 = 1;
 const MAP_VALUE: u32 = 2;
-
-#[pyclass(module = "rmq._rmqcore", name = "SendRequestBuilder")]
-#[derive(Default)]
-pub struct PySendRequestBuilder {
-    /// The `messages` fields encoded so far, each with its tag and length.
-    messages: Vec<u8>,
-    count: usize,
-}
 
 /// Put a length-delimited field even when it is empty: `tags` is optional (present when
 /// set) and repeated strings keep their empty members.
@@ -51,55 +43,6 @@ pub fn strings<'py>(
                 .map_err(|_| PyTypeError::new_err(format!("{argument} must be strings")))
         })
         .collect()
-}
-
-#[pymethods]
-impl PySendRequestBuilder {
-    #[new]
-    fn new() -> Self {
-        PySendRequestBuilder::default()
-    }
-
-    /// Add one message (`keys` a sequence of strings, `properties` a mapping of strings).
-    #[pyo3(signature = (body, tags=None, keys=None, properties=None))]
-    fn add(
-        &mut self,
-        body: &[u8],
-        tags: Option<&str>,
-        keys: Option<&Bound<'_, PyAny>>,
-        properties: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let keys = keys.map(|keys| strings("keys", keys)).transpose()?;
-        let keys = keys
-            .iter()
-            .flatten()
-            .map(|key| key.to_str())
-            .collect::<PyResult<Vec<&str>>>()?;
-        let entries = properties.map(property_entries).transpose()?;
-        put_message(
-            &mut self.messages,
-            body,
-            tags,
-            &keys,
-            entries.as_deref().unwrap_or_default(),
-        );
-        self.count += 1;
-        Ok(())
-    }
-
-    fn __len__(&self) -> usize {
-        self.count
-    }
-
-    /// The whole `rmq.v1.SendRequest` for `topic` and `queue_id`.
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        topic: &str,
-        queue_id: i32,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        encode_request(py, topic, queue_id, &self.messages)
-    }
 }
 
 /// The `(name, value)` pairs of a `properties` mapping.

@@ -1,6 +1,8 @@
-"""The producer's ``SendRequestBuilder`` (crates/rmqcore-py/src/send_request_builder.rs)
-encodes what protobuf itself would: random batches decode to the same ``SendRequest`` as
-one built with the generated classes, and wrong argument types raise ``TypeError``."""
+"""The producer encodes what protobuf itself would (``ProducerCore.send`` and
+crates/rmqcore-py/src/send_request_encoding.rs): random batches decode to the same
+``SendRequest`` as one built with the generated classes, and wrong argument types raise
+``TypeError`` and queue nothing. No broker: a ``ProducerCore`` whose hooks keep the
+batches it would send."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
-from rmq._rmqcore import SendRequestBuilder
+from rmq._rmqcore import OutgoingBatch, ProducerCore
 from rmq.proto.v1 import broker_pb2 as pb
 
 _TEXTS = ["", "a", "TagA", "with space", "sep\x01x", "ключ", "x" * 200]
@@ -47,26 +49,51 @@ def _expected(
     return request
 
 
+class _KeepingProducer(ProducerCore):
+    """Sends a batch when it holds ``batch_size`` messages; keeps it instead of sending."""
+
+    def __init__(self, batch_size: int) -> None:
+        self._configure(
+            batch_max_messages=batch_size,
+            batch_max_bytes=1 << 40,
+            linger=3600.0,
+            max_buffered_bytes=1 << 40,
+            max_buffered_messages=1 << 40,
+        )
+        self.kept: list[OutgoingBatch] = []
+
+    def _queue_count(self, topic: str) -> int:
+        return 1
+
+    def _dispatch(self, batch: OutgoingBatch) -> None:
+        self.kept.append(batch)
+
+
 def test_random_batches_decode_as_protobuf_builds_them() -> None:
     rng = random.Random(20261121)
     for round_ in range(300):
         topic = rng.choice(["t", "Topic_%|-", "T" * 127])
         queue_id = rng.choice([0, 1, 7, 65_535])
-        messages = [_random_message(rng) for _ in range(rng.choice([0, 1, 2, 50]))]
-        builder = SendRequestBuilder()
+        messages = [_random_message(rng) for _ in range(rng.choice([1, 2, 50]))]
+        producer = _KeepingProducer(len(messages))
         for body, tags, keys, properties in messages:
-            builder.add(body, tags, keys, properties)
-        assert len(builder) == len(messages)
-        decoded = pb.SendRequest.FromString(builder.encode(topic, queue_id))
+            producer.send(
+                topic, body, tags=tags, keys=keys, properties=properties, queue_id=queue_id
+            )
+        [batch] = producer.kept
+        assert (batch.topic, batch.queue_id, len(batch)) == (topic, queue_id, len(messages))
+        decoded = pb.SendRequest.FromString(batch.encode())
         assert decoded == _expected(topic, queue_id, messages), f"round {round_}"
 
 
 def test_keys_and_properties_take_any_sequence_and_mapping() -> None:
-    builder = SendRequestBuilder()
-    builder.add(b"b", keys=("k1", "k2"), properties=_Properties({"a": "1"}))
-    decoded = pb.SendRequest.FromString(builder.encode("t", 0))
+    producer = _KeepingProducer(2)
+    producer.send("t", b"b", keys=("k1", "k2"), properties=_Properties({"a": "1"}), queue_id=0)
+    producer.send("t", b"c", keys="one key", queue_id=0)  # a string is one key
+    decoded = pb.SendRequest.FromString(producer.kept[0].encode())
     assert list(decoded.messages[0].keys) == ["k1", "k2"]
     assert dict(decoded.messages[0].properties) == {"a": "1"}
+    assert list(decoded.messages[1].keys) == ["one key"]
 
 
 class _Properties(Mapping[str, str]):
@@ -90,14 +117,12 @@ class _Properties(Mapping[str, str]):
         {"body": b"b", "tags": 5},
         {"body": b"b", "keys": [b"bytes"]},
         {"body": b"b", "keys": 5},
-        {"body": b"b", "keys": "one string"},
         {"body": b"b", "properties": {"a": 1}},
         {"body": b"b", "properties": {1: "a"}},
     ],
 )
 def test_wrong_types_raise_type_error_and_add_nothing(arguments: dict[str, object]) -> None:
-    builder = SendRequestBuilder()
+    producer = _KeepingProducer(1)
     with pytest.raises(TypeError):
-        builder.add(**arguments)  # type: ignore[arg-type]
-    assert len(builder) == 0
-    assert builder.encode("t", 0) == pb.SendRequest(topic="t").SerializeToString()
+        producer.send("t", queue_id=0, **arguments)  # type: ignore[arg-type]
+    assert producer.pending == 0 and not producer.kept
