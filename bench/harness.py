@@ -92,6 +92,9 @@ class System:
     note: str = ""
     cases: Sequence[str] | None = None  # labels this system runs; None = all
     tags: frozenset[str] = frozenset()  # e.g. {"java", "rocketmq"}: what --skip can name
+    # Run after each setup, not measured: JIT compilers, caches and connections warm up
+    # before the first measured case, whichever round it is.
+    warmup: Callable[[], None] | None = None
 
 
 @dataclass
@@ -107,9 +110,10 @@ class Benchmark:
     # metric name -> column title, in table order
     columns: dict[str, str] = field(default_factory=dict)
     not_measurable: str | None = None  # the whole benchmark cannot run: why
-    # Servers that share the machine's cores: each system is set up (its broker started)
-    # right before its own rounds and torn down right after, so that no idle broker takes
-    # CPU from another's run. Rounds then go system by system instead of interleaved.
+    # Servers that share the machine's cores: in each round, each system is set up (its
+    # broker started and warmed up) right before its cases and torn down right after, so
+    # that no idle broker takes CPU from another's run. The systems still alternate round
+    # by round, their order rotating, so a slow spell of the machine falls on all of them.
     one_server_at_a_time: bool = False
 
 
@@ -340,6 +344,17 @@ def run_benchmark(bench: Benchmark, ctx: Context) -> dict[str, Any]:
             except Exception as exc:
                 print(f"   {system.name}: teardown failed: {exc}", flush=True)
 
+    def warm_up(system: System, rnd: int) -> None:
+        """The system's unmeasured warm-up; a failure is recorded and the round goes on."""
+        if system.warmup is None:
+            return
+        try:
+            system.warmup()
+        except Exception as exc:
+            error = f"warm-up failed: {type(exc).__name__}: {exc}"
+            errors.append({"round": rnd, "case": "warm-up", "system": system.name, "error": error})
+            print(f"   {system.name}: {error}", flush=True)
+
     def measure(system: System, case: Case, rnd: int) -> None:
         rundir = fresh_dir(work, "run")
         load = os.getloadavg()[0]
@@ -383,17 +398,20 @@ def run_benchmark(bench: Benchmark, ctx: Context) -> dict[str, Any]:
         if bench.one_server_at_a_time:
             total = sum(len(runs_of(system)) for system in candidates)
             with progress(ctx, total, bench.name) as tick:
-                for system in candidates:
-                    runs = runs_of(system)
-                    if not start(system):
-                        tick(len(runs))
-                        continue
-                    try:
-                        for rnd, case in runs:
-                            measure(system, case, rnd)
-                            tick(1)
-                    finally:
-                        stop(system)
+                for rnd in range(ctx.rounds):
+                    shift = rnd % len(candidates) if candidates else 0
+                    for system in candidates[shift:] + candidates[:shift]:
+                        runs = [(r, case) for r, case in runs_of(system) if r == rnd]
+                        if system.name in unavailable or not start(system):
+                            tick(len(runs))
+                            continue
+                        try:
+                            warm_up(system, rnd)
+                            for _, case in runs:
+                                measure(system, case, rnd)
+                                tick(1)
+                        finally:
+                            stop(system)
         else:
             for system in candidates:
                 start(system)

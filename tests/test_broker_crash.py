@@ -16,14 +16,23 @@ from rmq.cluster.local import LocalBroker
 TOPIC = "crash"
 
 
-def produce_until(client: Client, stop: threading.Event, acked: dict[int, SendResult]) -> None:
-    """Send numbered messages until ``stop``; record each acknowledged one."""
+def produce_until(
+    client: Client,
+    stop: threading.Event,
+    acked: dict[int, SendResult],
+    failed: list[BaseException],
+) -> None:
+    """Send numbered messages until ``stop``; record each acknowledged one, and what
+    each failed send raised."""
     lock = threading.Lock()
 
     def record(index: int, future: Future[SendResult]) -> None:
-        if future.exception() is None:
-            with lock:
+        error = future.exception()
+        with lock:
+            if error is None:
                 acked[index] = future.result()
+            else:
+                failed.append(error)
 
     with client.producer(linger_ms=1, retry_timeout=30) as producer:
         index = 0
@@ -40,8 +49,9 @@ def test_sigkill_of_a_shard_loses_nothing_acknowledged(tmp_path: Path) -> None:
         client = Client(broker.endpoint, retry_timeout=30)
         client.create_topic(TOPIC, queues=8)
         acked: dict[int, SendResult] = {}
+        failed: list[BaseException] = []
         stop = threading.Event()
-        producer = threading.Thread(target=produce_until, args=(client, stop, acked))
+        producer = threading.Thread(target=produce_until, args=(client, stop, acked, failed))
         producer.start()
         try:
             deadline = time.monotonic() + 30
@@ -63,6 +73,8 @@ def test_sigkill_of_a_shard_loses_nothing_acknowledged(tmp_path: Path) -> None:
             producer.join(60)
         assert not producer.is_alive()
         assert len(acked) >= acked_at_restart + 3000, "producing did not resume after the restart"
+        # The batches in flight to the killed shard were retried until it was back.
+        assert not failed, f"{len(failed)} sends failed, e.g. {failed[:3]}"
         assert "SIGKILL" in broker.log_text() and "restarting" in broker.log_text()
 
         # Every acknowledged message is where its acknowledgement said.

@@ -7,6 +7,8 @@ mod decoder;
 mod errors;
 mod functions;
 mod message;
+mod native_channel;
+mod native_sender;
 mod producer_core;
 mod protobuf_wire;
 mod pull_encoding;

@@ -4,10 +4,11 @@
 //! accounting and future cost about four times the encoding itself. Here it is one call:
 //! choose the queue, encode the message into its queue's open batch, count its bytes,
 //! hand back a `SendFuture`. The Python `rmq.client.Producer` subclasses this and keeps
-//! what happens once per batch: routes, the Send RPC, retries. It provides three hooks:
-//! `_queue_count(topic)` (the route's queue count, or the `BrokerError` that stopped the
-//! lookup), `_dispatch(batch)` (send one `OutgoingBatch`), and it runs the sender thread
-//! around `_take_due`.
+//! what happens once per batch: routes, retries, the sender thread. It provides three
+//! hooks: `_queue_count(topic)` (the route's queue count, or the `BrokerError` that
+//! stopped the lookup), `_dispatch(batch)` (send one `OutgoingBatch`), and, for batches
+//! sent with `_send_native` (`native_sender.rs`), `_native_refused(batch, code,
+//! message)`; it runs the sender thread around `_take_due`.
 //!
 //! Lock order: the GIL, then this lock. Nothing holding the lock calls into Python or
 //! drops a Python object (which could run arbitrary code); waits release the GIL first.
@@ -20,6 +21,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
+use crate::native_sender::NativeSender;
 use crate::send_future::{Answer, BatchOutcome, PySendFuture};
 use crate::send_request_encoding::{encode_request, property_entries, put_message, strings};
 
@@ -30,19 +32,21 @@ const MIN_WAKE: Duration = Duration::from_micros(500);
 /// How long a wait sleeps before it checks for Ctrl-C.
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 
-type QueueKey = (String, i32);
+pub(crate) type QueueKey = (String, i32);
 
 /// Messages for one queue, encoded as one `SendRequest`'s `messages` fields.
-struct Batch {
-    topic: String,
-    queue_id: i32,
-    messages: Vec<u8>,
-    count: usize,
-    bytes: usize,
-    created: Instant,
-    first_sent: Option<Instant>,
-    refresh_route: bool,
-    outcome: Arc<BatchOutcome>,
+pub(crate) struct Batch {
+    pub(crate) topic: String,
+    pub(crate) queue_id: i32,
+    pub(crate) messages: Vec<u8>,
+    pub(crate) count: usize,
+    pub(crate) bytes: usize,
+    pub(crate) created: Instant,
+    pub(crate) first_sent: Option<Instant>,
+    pub(crate) refresh_route: bool,
+    /// Its queue was freed for the next batch (`_release`) before its futures resolved.
+    pub(crate) released: bool,
+    pub(crate) outcome: Arc<BatchOutcome>,
 }
 
 impl Batch {
@@ -56,11 +60,12 @@ impl Batch {
             created: Instant::now(),
             first_sent: None,
             refresh_route: false,
+            released: false,
             outcome: BatchOutcome::new(&key.0, key.1),
         }
     }
 
-    fn key(&self) -> QueueKey {
+    pub(crate) fn key(&self) -> QueueKey {
         (self.topic.clone(), self.queue_id)
     }
 }
@@ -88,7 +93,7 @@ impl Limits {
     }
 }
 
-struct State {
+pub(crate) struct State {
     limits: Limits,
     /// Batches not yet sent, oldest first, per queue.
     waiting: HashMap<QueueKey, VecDeque<Batch>>,
@@ -180,6 +185,10 @@ pub struct PyOutgoingBatch {
 }
 
 impl PyOutgoingBatch {
+    pub(crate) fn new(batch: Batch) -> Self {
+        PyOutgoingBatch { batch: Some(batch) }
+    }
+
     fn batch(&self) -> PyResult<&Batch> {
         self.batch.as_ref().ok_or_else(handed_back)
     }
@@ -235,11 +244,28 @@ impl PyOutgoingBatch {
 /// The producer's batching state; see the module comment. Thread-safe.
 #[pyclass(frozen, subclass, module = "rmq._rmqcore", name = "ProducerCore")]
 pub struct PyProducerCore {
-    state: Mutex<State>,
+    core: Arc<Core>,
+    /// Sends batches over the binding's own connections (`native_sender.rs`), once the
+    /// subclass asked for it with `_use_native`.
+    native: Mutex<Option<NativeSender>>,
+}
+
+/// The batching state and its condition variable, shared with the native sender's
+/// threads.
+pub struct Core {
+    pub(crate) state: Mutex<State>,
     changed: Condvar,
 }
 
-fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
+impl std::ops::Deref for PyProducerCore {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+pub(crate) fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
     // Every update finishes before anything that could panic, so a poisoned lock holds
     // whole state.
     mutex
@@ -252,9 +278,50 @@ fn seconds(value: f64, argument: &str) -> PyResult<Duration> {
         .map_err(|_| PyTypeError::new_err(format!("{argument} must be a non-negative number")))
 }
 
-impl PyProducerCore {
-    fn notify(&self) {
+impl Core {
+    pub(crate) fn notify(&self) {
         self.changed.notify_all();
+    }
+
+    /// The broker answered the batch of queue `key`: free the queue and, with
+    /// `take_next`, take its next batch if it is ready to be sent now.
+    pub(crate) fn release(&self, key: &QueueKey, take_next: bool) -> Option<Batch> {
+        let following = {
+            let mut state = lock(&self.state);
+            state.inflight.remove(key);
+            let now = Instant::now();
+            if take_next
+                && !state.retries.contains_key(key)
+                && state.waiting.get(key).is_some_and(|batches| {
+                    batches.front().is_some_and(|next| !next.refresh_route)
+                        && state.ready(batches, now)
+                })
+            {
+                state.take_next(key)
+            } else {
+                None
+            }
+        };
+        self.notify();
+        following
+    }
+
+    /// Resolve the batch's futures (running their callbacks), then take it off the
+    /// books, freeing its queue unless `release` already did.
+    pub(crate) fn finish(&self, py: Python<'_>, batch: Batch, answer: Answer) {
+        batch.outcome.finish(py, answer);
+        {
+            let mut state = lock(&self.state);
+            if !batch.released {
+                // Released, the queue may already have its next batch in flight.
+                state.inflight.remove(&batch.key());
+            }
+            state.buffered -= batch.bytes;
+            state.pending -= batch.count;
+        }
+        self.notify();
+        // The batch (its outcome, with Python objects) is dropped here, after the lock.
+        drop(batch);
     }
 
     /// Wait, without the GIL, until `done(state)` holds (true) or `deadline` passes
@@ -292,7 +359,9 @@ impl PyProducerCore {
             py.check_signals()?;
         }
     }
+}
 
+impl PyProducerCore {
     /// The queue for a message, or the error that kept the route from being known.
     fn choose_queue(
         slf: &Bound<'_, Self>,
@@ -347,25 +416,28 @@ impl PyProducerCore {
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyAny>>) -> Self {
         PyProducerCore {
-            state: Mutex::new(State {
-                limits: Limits {
-                    batch_max_messages: 2048,
-                    batch_max_bytes: 1024 * 1024,
-                    linger: Duration::from_millis(5),
-                    max_buffered_bytes: 1024 * 1024,
-                    max_buffered_messages: 2048,
-                },
-                waiting: HashMap::new(),
-                inflight: HashSet::new(),
-                retries: HashMap::new(),
-                buffered: 0,
-                pending: 0,
-                flushing: 0,
-                closed: false,
-                next_queue: HashMap::new(),
-                queue_counts: HashMap::new(),
+            core: Arc::new(Core {
+                state: Mutex::new(State {
+                    limits: Limits {
+                        batch_max_messages: 2048,
+                        batch_max_bytes: 1024 * 1024,
+                        linger: Duration::from_millis(5),
+                        max_buffered_bytes: 1024 * 1024,
+                        max_buffered_messages: 2048,
+                    },
+                    waiting: HashMap::new(),
+                    inflight: HashSet::new(),
+                    retries: HashMap::new(),
+                    buffered: 0,
+                    pending: 0,
+                    flushing: 0,
+                    closed: false,
+                    next_queue: HashMap::new(),
+                    queue_counts: HashMap::new(),
+                }),
+                changed: Condvar::new(),
             }),
-            changed: Condvar::new(),
+            native: Mutex::new(None),
         }
     }
 
@@ -597,18 +669,39 @@ impl PyProducerCore {
         Ok(())
     }
 
-    /// Resolve the batch's futures with the broker's `response`, or with `error`; with
-    /// `send_next`, take the queue's next batch if it is ready and return it to be sent.
-    #[pyo3(signature = (batch, response, error, send_next))]
+    /// The broker answered `batch`: free its queue and, with `take_next`, take the
+    /// queue's next batch if it is ready, to be sent before this batch's futures
+    /// resolve (their callbacks then run while the next batch is on its way).
+    fn _release(
+        &self,
+        py: Python<'_>,
+        batch: &Bound<'_, PyOutgoingBatch>,
+        take_next: bool,
+    ) -> PyResult<Option<Py<PyOutgoingBatch>>> {
+        let key = {
+            let mut outgoing = batch.borrow_mut();
+            let batch = outgoing.batch.as_mut().ok_or_else(handed_back)?;
+            if batch.released {
+                return Ok(None);
+            }
+            batch.released = true;
+            batch.key()
+        };
+        self.release(&key, take_next)
+            .map(|batch| Py::new(py, PyOutgoingBatch { batch: Some(batch) }))
+            .transpose()
+    }
+
+    /// Resolve the batch's futures with the broker's `response`, or with `error`, and
+    /// free its queue if `_release` did not already.
+    #[pyo3(signature = (batch, response, error))]
     fn _complete(
         &self,
         py: Python<'_>,
         batch: &Bound<'_, PyOutgoingBatch>,
         response: Option<Py<PyAny>>,
         error: Option<Py<PyAny>>,
-        send_next: bool,
-    ) -> PyResult<Option<Py<PyOutgoingBatch>>> {
-        let batch = batch.borrow_mut().batch.take().ok_or_else(handed_back)?;
+    ) -> PyResult<()> {
         let answer = match (response, error) {
             (Some(response), None) => Answer::Stored(response),
             (None, Some(error)) => Answer::Failed(error),
@@ -618,31 +711,85 @@ impl PyProducerCore {
                 ))
             }
         };
-        batch.outcome.finish(py, answer);
-        let key = batch.key();
-        let following = {
-            let mut state = lock(&self.state);
-            state.inflight.remove(&key);
-            state.buffered -= batch.bytes;
-            state.pending -= batch.count;
-            let now = Instant::now();
-            let following = if send_next
-                && !state.retries.contains_key(&key)
-                && state.waiting.get(&key).is_some_and(|batches| {
-                    batches.front().is_some_and(|next| !next.refresh_route)
-                        && state.ready(batches, now)
-                }) {
-                state.take_next(&key)
-            } else {
-                None
-            };
-            following
-        };
-        self.notify();
-        // The batch (its outcome, with Python objects) is dropped here, after the lock.
-        drop(batch);
-        following
-            .map(|batch| Py::new(py, PyOutgoingBatch { batch: Some(batch) }))
-            .transpose()
+        let batch = batch.borrow_mut().batch.take().ok_or_else(handed_back)?;
+        self.finish(py, batch, answer);
+        Ok(())
+    }
+
+    /// From now on send batches over the binding's own HTTP/2 connections (plaintext)
+    /// rather than through the subclass: each call is bounded by `timeout` seconds and
+    /// carries `metadata`. A batch the shard refuses, or whose call fails, goes back to
+    /// the subclass's `_native_refused(batch, code, message)`.
+    #[pyo3(signature = (*, timeout, metadata))]
+    fn _use_native(
+        slf: &Bound<'_, Self>,
+        timeout: f64,
+        metadata: Vec<(String, String)>,
+    ) -> PyResult<()> {
+        let timeout = seconds(timeout, "timeout")?;
+        let sender = NativeSender::start(
+            Arc::clone(&slf.get().core),
+            slf.clone().into_any().unbind(),
+            timeout,
+            &metadata,
+        )
+        .map_err(pyo3::exceptions::PyValueError::new_err)?;
+        *slf.get()
+            .native
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(sender);
+        Ok(())
+    }
+
+    /// Send `batches` (all for the shard at `endpoint`) in one SendBatches call over the
+    /// native connections.
+    fn _send_native(
+        &self,
+        endpoint: String,
+        batches: Vec<Bound<'_, PyOutgoingBatch>>,
+    ) -> PyResult<()> {
+        let taken = batches
+            .iter()
+            .map(|batch| batch.borrow_mut().batch.take().ok_or_else(handed_back))
+            .collect::<PyResult<Vec<Batch>>>()?;
+        let native = self
+            .native
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match native.as_ref() {
+            Some(sender) => {
+                sender.send(endpoint, taken);
+                Ok(())
+            }
+            None => {
+                // Hand the batches back so the caller can fail them.
+                for (batch, taken) in batches.iter().zip(taken) {
+                    batch.borrow_mut().batch = Some(taken);
+                }
+                Err(crate::errors::rmq_error(
+                    batches[0].py(),
+                    "StoreClosedError",
+                    "the producer's native sender is stopped",
+                ))
+            }
+        }
+    }
+
+    /// Stop the native sender: wait (without the GIL) up to `timeout` seconds for calls
+    /// still in flight, then close its connections and threads.
+    #[pyo3(signature = (timeout=None))]
+    fn _stop_native(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        let timeout = timeout
+            .map(|timeout| seconds(timeout.max(0.0), "timeout"))
+            .transpose()?;
+        let sender = self
+            .native
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(sender) = sender {
+            py.detach(|| sender.stop(timeout));
+        }
+        Ok(())
     }
 }

@@ -40,9 +40,17 @@ pub fn encode_send_batches<'py>(
     py: Python<'py>,
     batches: Vec<PyRef<'py, PyOutgoingBatch>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let parts = batches
+        .iter()
+        .map(|batch| batch.parts())
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyBytes::new(py, &encode_parts(parts)))
+}
+
+/// A `SendBatchesRequest` from each batch's topic, queue and encoded `messages` fields.
+pub fn encode_parts<'a>(parts: impl IntoIterator<Item = (&'a str, i32, &'a [u8])>) -> Vec<u8> {
     let mut out = Vec::new();
-    for batch in &batches {
-        let (topic, queue_id, messages) = batch.parts()?;
+    for (topic, queue_id, messages) in parts {
         let head = request_head(topic, queue_id);
         let length = head.len() + messages.len();
         out.reserve(field_length(BATCHES, length));
@@ -51,13 +59,65 @@ pub fn encode_send_batches<'py>(
         out.extend_from_slice(&head);
         out.extend_from_slice(messages);
     }
-    Ok(PyBytes::new(py, &out))
+    out
+}
+
+/// How the shard answered one batch of a `SendBatchesResponse`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BatchAnswer {
+    /// Stored: where its encoded `SendResponse` lies in the response.
+    Stored(std::ops::Range<usize>),
+    /// Refused with this status code and message.
+    Refused(i32, String),
+}
+
+/// The answers of an encoded `SendBatchesResponse`, in order; None when malformed.
+pub fn parse_answers(raw: &[u8]) -> Option<Vec<BatchAnswer>> {
+    let base = raw.as_ptr() as usize;
+    let mut reader = WireReader::new(raw);
+    let mut answers = Vec::new();
+    while let Some((field, value)) = reader.next_field()? {
+        let (ANSWERS, WireValue::Bytes(answer)) = (field, value) else {
+            continue;
+        };
+        let mut parsed = None;
+        let mut fields = WireReader::new(answer);
+        while let Some((field, value)) = fields.next_field()? {
+            match (field, value) {
+                (answer::RESULT, WireValue::Bytes(result)) => {
+                    let start = result.as_ptr() as usize - base;
+                    parsed = Some(BatchAnswer::Stored(start..start + result.len()));
+                }
+                (answer::ERROR, WireValue::Bytes(error)) => parsed = Some(parse_error(error)?),
+                _ => {}
+            }
+        }
+        // An empty result is a stored batch whose response has every field at default.
+        answers.push(parsed.unwrap_or(BatchAnswer::Stored(0..0)));
+    }
+    Some(answers)
+}
+
+/// `rmq.v1.Error`: code 1, message 2.
+fn parse_error(raw: &[u8]) -> Option<BatchAnswer> {
+    let mut code = 0;
+    let mut message = String::new();
+    let mut reader = WireReader::new(raw);
+    while let Some((field, value)) = reader.next_field()? {
+        match (field, value) {
+            (1, WireValue::Varint(value)) => code = value as i32,
+            (2, WireValue::Bytes(text)) => message = String::from_utf8_lossy(text).into_owned(),
+            _ => {}
+        }
+    }
+    Some(BatchAnswer::Refused(code, message))
 }
 
 /// `SendStreamResponse` fields: the request's sequence, then the outcome.
 mod answer {
     pub const SEQUENCE: u32 = 1;
     pub const RESULT: u32 = 2;
+    pub const ERROR: u32 = 3;
 }
 
 /// The `SendStreamResponse` for a batch the engine stored: `response` (an encoded
@@ -97,4 +157,63 @@ pub fn send_batches_response<'py>(
         out.extend_from_slice(answer);
     }
     PyBytes::new(py, &out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protobuf_wire::{put_bytes_field, put_int_field, put_string_field};
+
+    fn answer(result: Option<&[u8]>, error: Option<(i64, &str)>) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_int_field(&mut out, answer::SEQUENCE, 7);
+        if let Some(result) = result {
+            put_bytes_field(&mut out, answer::RESULT, result);
+        }
+        if let Some((code, message)) = error {
+            let mut error = Vec::new();
+            put_int_field(&mut error, 1, code);
+            put_string_field(&mut error, 2, message);
+            put_bytes_field(&mut out, answer::ERROR, &error);
+        }
+        out
+    }
+
+    #[test]
+    fn answers_read_back_in_order() {
+        let stored = b"\x0a\x03abc";
+        let mut response = Vec::new();
+        for part in [
+            answer(Some(stored), None),
+            answer(None, Some((3, "bad tags"))),
+            answer(None, None),
+        ] {
+            put_bytes_field(&mut response, ANSWERS, &part);
+        }
+        let answers = parse_answers(&response).expect("well formed");
+        let BatchAnswer::Stored(range) = &answers[0] else {
+            panic!("first answer {:?}", answers[0]);
+        };
+        assert_eq!(&response[range.clone()], stored);
+        assert_eq!(answers[1], BatchAnswer::Refused(3, "bad tags".into()));
+        assert_eq!(answers[2], BatchAnswer::Stored(0..0));
+        assert_eq!(parse_answers(b""), Some(vec![]));
+        assert_eq!(parse_answers(b"\x0a\x05ab"), None);
+    }
+
+    #[test]
+    fn encoded_parts_frame_each_request() {
+        let encoded = encode_parts([("t", 1, &b"\x1a\x02\x0a\x00"[..]), ("u", 2, &b""[..])]);
+        let mut reader = WireReader::new(&encoded);
+        let mut requests = Vec::new();
+        while let Some((field, value)) = reader.next_field().expect("well formed") {
+            let (BATCHES, WireValue::Bytes(request)) = (field, value) else {
+                panic!("unexpected field {field}");
+            };
+            requests.push(request.to_vec());
+        }
+        assert_eq!(requests.len(), 2);
+        assert!(requests[0].ends_with(b"\x1a\x02\x0a\x00"));
+        assert_eq!(requests[1], request_head("u", 2));
+    }
 }

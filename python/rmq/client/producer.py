@@ -1,4 +1,4 @@
-"""The producer: batches per queue, one Send RPC per batch, futures for results.
+"""The producer: batches per queue, one call per shard for the batches ready, futures.
 
 Messages for the same queue leave in the order ``send`` was called: each queue has at
 most one batch in flight, and a batch that fails with a retryable status (the shard is
@@ -7,7 +7,10 @@ batch may have been stored the first time, so delivery is at least once.
 
 The per-message work (``send``: queue choice, encoding into the open batch, byte
 accounting, the future) is ``rmq._rmqcore.ProducerCore``, which this class extends; what
-happens once per batch (routes, the RPC, retries, the sender thread) is here.
+happens once per batch (routes, retries, the sender thread) is here. The calls themselves
+go over the engine's own connections (``_send_native``; see native_sender.rs), which
+also send a queue's next batch as soon as its answer comes, without Python; with TLS they
+go through grpcio, answered here.
 """
 
 from __future__ import annotations
@@ -77,6 +80,11 @@ class Producer(ProducerCore):
         )
         self._client = client
         self._retry_timeout = client.retry_timeout if retry_timeout is None else retry_timeout
+        # Batches go over the engine's own connections (see native_sender.rs) unless the
+        # client uses TLS, which those do not speak.
+        self._native = not client.credentials.tls and client.credentials.tls_root_cert is None
+        if self._native:
+            self._use_native(timeout=client.timeout, metadata=list(client.metadata))
         self._thread_state = threading.local()
         self._sender = threading.Thread(target=self._run, name="rmq-producer", daemon=True)
         self._sender.start()
@@ -114,6 +122,8 @@ class Producer(ProducerCore):
         self.flush(timeout)
         self._close()
         self._sender.join(timeout)
+        if self._native:
+            self._stop_native(timeout)
 
     def __enter__(self) -> Producer:
         return self
@@ -152,7 +162,9 @@ class Producer(ProducerCore):
             by_endpoint.setdefault(endpoint, []).append(batch)
         for endpoint, group in by_endpoint.items():
             try:
-                if len(group) == 1:
+                if self._native:
+                    self._send_native(endpoint, group)
+                elif len(group) == 1:
                     [batch] = group
                     call = self._client.encoded_send(endpoint).future(
                         batch.encode(),
@@ -170,6 +182,11 @@ class Producer(ProducerCore):
             except Exception as error:
                 for batch in group:
                     self._failed(batch, error)
+
+    def _native_refused(self, batch: OutgoingBatch, code: int, message: str) -> None:
+        """A batch sent natively that the shard refused, or whose call failed."""
+        where = f"send to {batch.topic}/{batch.queue_id}"
+        self._failed(batch, from_status(code, message, where))
 
     def _endpoint(self, batch: OutgoingBatch) -> str:
         """The endpoint of the shard serving the batch's queue, from the route."""
@@ -201,7 +218,8 @@ class Producer(ProducerCore):
         except Exception as error:  # cancelled or a local failure
             self._finish(batch, None, error)
             return
-        self._send_following([self._finish(batch, response, None, send_next=True)])
+        self._send_following([batch])
+        self._finish(batch, response, None)
 
     def _on_group_done(
         self, group: list[OutgoingBatch], call: grpc.Future[pb.SendBatchesResponse]
@@ -222,14 +240,16 @@ class Producer(ProducerCore):
             for batch in group:
                 self._finish(batch, None, wrong)
             return
-        following = []
+        stored = []
         for batch, answer in zip(group, response.answers, strict=True):
             if answer.HasField("error"):
                 where = f"send to {batch.topic}/{batch.queue_id}"
                 self._failed(batch, from_status(answer.error.code, answer.error.message, where))
             else:
-                following.append(self._finish(batch, answer.result, None, send_next=True))
-        self._send_following(following)
+                stored.append((batch, answer.result))
+        self._send_following([batch for batch, _ in stored])
+        for batch, result in stored:
+            self._finish(batch, result, None)
 
     def _retry_or_fail(self, batch: OutgoingBatch, error: BrokerError) -> None:
         if batch.mark_sent() >= self._retry_timeout or self.closed:
@@ -238,31 +258,31 @@ class Producer(ProducerCore):
             self._retry_later(batch, _RETRY_DELAY)
 
     def _finish(
-        self,
-        batch: OutgoingBatch,
-        response: pb.SendResponse | None,
-        error: BaseException | None,
-        *,
-        send_next: bool = False,
-    ) -> OutgoingBatch | None:
-        """Resolve the batch's futures; with ``send_next`` (an answer from the broker,
-        not a failure before sending), return the queue's next batch if it is ready, for
-        ``_send_following``."""
+        self, batch: OutgoingBatch, response: pb.SendResponse | None, error: BaseException | None
+    ) -> None:
+        """Resolve the batch's futures (and free its queue if ``_send_following`` did not)."""
         if response is not None and len(response.msg_ids) != len(batch):
             response, error = None, BrokerError("the broker answered a batch with a wrong count")
         elif response is None and error is None:
             error = BrokerError("the batch ended without an answer")
-        # Not while this thread is already sending next batches: a call that ended before
-        # its callback was attached calls back on the spot, and the chain would recurse.
-        nested = getattr(self._thread_state, "sending_next", False)
-        return self._complete(batch, response, error, send_next and not nested)
+        self._complete(batch, response, error)
 
-    def _send_following(self, batches: list[OutgoingBatch | None]) -> None:
-        """Send the next batches of queues whose batch was just answered, from the thread
-        that saw the answer: waking the sender thread would cost a hand-off of the GIL,
-        which measured tens of milliseconds per batch while the application's thread
-        keeps sending. Answered together, they leave together (one call per shard)."""
-        ready = [batch for batch in batches if batch is not None]
+    def _send_following(self, answered: list[OutgoingBatch]) -> None:
+        """Free the queues of batches the broker just answered and send each queue's
+        next batch, before the answered batches' futures resolve: their callbacks then
+        run while the next batches are on their way, instead of delaying them. A queue's
+        callbacks still run in order, because a channel delivers its answers one at a
+        time on one thread, and this is that thread.
+
+        Sent from the thread that saw the answer: waking the sender thread would cost a
+        hand-off of the GIL, which measured tens of milliseconds per batch while the
+        application's thread keeps sending. Answered together, they leave together (one
+        call per shard). Not while this thread is already sending next batches (a call
+        that ended before its callback was attached calls back on the spot, and the
+        chain would recurse): the sender thread sends those."""
+        nested = getattr(self._thread_state, "sending_next", False)
+        following = [self._release(batch, not nested) for batch in answered]
+        ready = [batch for batch in following if batch is not None]
         if not ready:
             return
         self._thread_state.sending_next = True

@@ -1,0 +1,186 @@
+//! Unary gRPC calls whose request and answer are bytes the binding encodes and decodes
+//! itself, over HTTP/2 connections that Python never touches.
+//!
+//! The producer's batches go through here (`native_sender.rs`) rather than through
+//! grpcio: grpcio runs every answer through Python, so on a machine this busy the next
+//! batch for a queue waited for the GIL (measured: a median of 3.8 ms from the shard's
+//! answer to the producer seeing it, against 1 ms for the shard to store the batch).
+//! Plaintext only: with TLS the producer keeps to grpcio.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes};
+use http::uri::PathAndQuery;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::metadata::{MetadataKey, MetadataValue};
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Request, Status};
+
+/// How long connecting to a shard may take before the call fails as unavailable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// HTTP/2 flow-control windows large enough for a full batch (1 MiB by default) to go
+/// out without waiting for a window update.
+const STREAM_WINDOW: u32 = 4 << 20;
+const CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// Passes bytes through: requests are encoded and answers decoded by the caller.
+#[derive(Clone, Copy, Default)]
+struct RawBytes;
+
+impl Codec for RawBytes {
+    type Encode = Bytes;
+    type Decode = Bytes;
+    type Encoder = RawBytes;
+    type Decoder = RawBytes;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        RawBytes
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RawBytes
+    }
+}
+
+impl Encoder for RawBytes {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put(item);
+        Ok(())
+    }
+}
+
+impl Decoder for RawBytes {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        Ok(Some(src.copy_to_bytes(src.remaining())))
+    }
+}
+
+/// Why a call failed: its gRPC status code (as `grpc.StatusCode` numbers it) and message.
+#[derive(Debug, Clone)]
+pub struct CallError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl From<Status> for CallError {
+    fn from(status: Status) -> Self {
+        CallError {
+            code: status.code() as i32,
+            message: status.message().to_owned(),
+        }
+    }
+}
+
+/// One HTTP/2 connection per shard endpoint, opened on first use and reopened by the
+/// transport after the shard restarts. Calls must run on a Tokio runtime.
+pub struct ShardChannels {
+    channels: Mutex<HashMap<String, Channel>>,
+    timeout: Duration,
+    metadata: Vec<(
+        MetadataKey<tonic::metadata::Ascii>,
+        MetadataValue<tonic::metadata::Ascii>,
+    )>,
+}
+
+impl ShardChannels {
+    /// `timeout` bounds each call; `metadata` (such as the token's `authorization`) goes
+    /// with every call. Errors name a metadata entry that cannot be sent as a header.
+    pub fn new(timeout: Duration, metadata: &[(String, String)]) -> Result<Self, String> {
+        let metadata = metadata
+            .iter()
+            .map(|(key, value)| {
+                let parsed_key = MetadataKey::from_bytes(key.as_bytes())
+                    .map_err(|_| format!("metadata key {key:?} is not a valid header name"))?;
+                let parsed_value = MetadataValue::try_from(value.as_str())
+                    .map_err(|_| format!("metadata value for {key:?} is not valid ASCII"))?;
+                Ok((parsed_key, parsed_value))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(ShardChannels {
+            channels: Mutex::new(HashMap::new()),
+            timeout,
+            metadata,
+        })
+    }
+
+    fn channel(&self, endpoint: &str) -> Result<Channel, CallError> {
+        let mut channels = self
+            .channels
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(channel) = channels.get(endpoint) {
+            return Ok(channel.clone());
+        }
+        let channel = Endpoint::from_shared(format!("http://{endpoint}"))
+            .map_err(|error| CallError {
+                code: Code::InvalidArgument as i32,
+                message: format!("bad endpoint {endpoint:?}: {error}"),
+            })?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_nodelay(true)
+            .initial_stream_window_size(Some(STREAM_WINDOW))
+            .initial_connection_window_size(Some(CONNECTION_WINDOW))
+            .connect_lazy();
+        channels.insert(endpoint.to_owned(), channel.clone());
+        Ok(channel)
+    }
+
+    /// Call `path` (such as `/rmq.v1.Shard/SendBatches`) on `endpoint` with `body`.
+    ///
+    /// Fails as grpcio would: DEADLINE_EXCEEDED when the timeout passes, UNAVAILABLE when
+    /// the connection cannot be made or breaks (a restarting shard), so the producer
+    /// retries exactly what it retries with grpcio.
+    pub async fn unary(
+        &self,
+        endpoint: &str,
+        path: &'static str,
+        body: Bytes,
+    ) -> Result<Bytes, CallError> {
+        match tokio::time::timeout(self.timeout, self.call(endpoint, path, body)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(CallError {
+                code: Code::DeadlineExceeded as i32,
+                message: format!("no answer from {endpoint} within {:?}", self.timeout),
+            }),
+        }
+    }
+
+    async fn call(
+        &self,
+        endpoint: &str,
+        path: &'static str,
+        body: Bytes,
+    ) -> Result<Bytes, CallError> {
+        let unreachable = |error: &dyn std::fmt::Display| CallError {
+            code: Code::Unavailable as i32,
+            message: format!("connection to {endpoint} failed: {error}"),
+        };
+        let mut client = tonic::client::Grpc::new(self.channel(endpoint)?);
+        client.ready().await.map_err(|error| unreachable(&error))?;
+        let mut request = Request::new(body);
+        request.set_timeout(self.timeout);
+        for (key, value) in &self.metadata {
+            request.metadata_mut().insert(key.clone(), value.clone());
+        }
+        match client
+            .unary(request, PathAndQuery::from_static(path), RawBytes)
+            .await
+        {
+            Ok(answer) => Ok(answer.into_inner()),
+            // A status the server sent has no source; one with a source is the
+            // transport's own (refused, reset, closed).
+            Err(status) if std::error::Error::source(&status).is_some() => {
+                Err(unreachable(&status.message()))
+            }
+            Err(status) => Err(status.into()),
+        }
+    }
+}

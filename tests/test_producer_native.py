@@ -1,0 +1,89 @@
+"""The producer's own connections (crates/rmqcore-py/src/native_sender.rs) against a real
+`rmq serve` on loopback: the token goes with every batch, a queue's callbacks run in the
+order of its sends, and a shard that is gone is retried, then fails as unavailable."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rmq.client import Client, SendFuture
+from rmq.client.errors import AuthenticationError, BrokerUnavailableError
+from rmq.cluster.local import LocalBroker
+
+TOPIC = "native"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    with LocalBroker(tmp_path_factory.mktemp("native") / "data", shards=2) as broker:
+        client = Client(broker.endpoint)
+        client.create_topic(TOPIC, queues=4)
+        yield client
+        client.close()
+
+
+def test_plaintext_producers_send_natively(client: Client) -> None:
+    with client.producer() as producer:
+        assert producer._native
+        result = producer.send_sync(TOPIC, b"hello", queue_id=3)
+    assert (result.topic, result.queue_id) == (TOPIC, 3)
+
+
+def test_callbacks_of_a_queue_run_in_the_order_of_its_sends(client: Client) -> None:
+    done: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def record(index: int, future: SendFuture) -> None:
+        with lock:
+            done.append((index, future.result().queue_offset))
+
+    with client.producer(batch_max_messages=50, linger_ms=1) as producer:
+        for index in range(6000):
+            future = producer.send(TOPIC, b"%d" % index, queue_id=index % 2)
+            future.add_done_callback(lambda f, i=index: record(i, f))
+    assert len(done) == 6000
+    for queue_id in (0, 1):
+        indexes = [index for index, _ in done if index % 2 == queue_id]
+        offsets = [offset for index, offset in done if index % 2 == queue_id]
+        assert indexes == sorted(indexes)
+        assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+
+
+def test_the_token_goes_with_every_batch(tmp_path: Path) -> None:
+    token = ["--token", "s3cret"]
+    with (
+        LocalBroker(tmp_path / "data", shards=1, args=token) as broker,
+        Client(broker.endpoint, token="s3cret") as client,
+    ):
+        client.create_topic(TOPIC, queues=1)
+        with client.producer() as producer:
+            assert producer.send_sync(TOPIC, b"with the token").queue_id == 0
+            # The same producer's connections with a wrong token: refused, and not
+            # retried (an authentication failure does not pass by itself).
+            producer._stop_native()
+            producer._use_native(timeout=10.0, metadata=[("authorization", "Bearer no")])
+            started = time.monotonic()
+            with pytest.raises(AuthenticationError, match="token"):
+                producer.send_sync(TOPIC, b"without it", timeout=30)
+            assert time.monotonic() - started < 5
+
+
+def test_a_shard_that_is_gone_is_retried_then_fails_unavailable(tmp_path: Path) -> None:
+    broker = LocalBroker(tmp_path / "data", shards=1)
+    with broker:
+        client = Client(broker.endpoint, retry_timeout=1.5)
+        client.create_topic(TOPIC, queues=1)
+        producer = client.producer()
+        assert producer.send_sync(TOPIC, b"before").queue_id == 0
+    # The broker is stopped: connections are refused, first the shard's, then the
+    # route service's when the retry looks the route up again.
+    started = time.monotonic()
+    error = producer.send(TOPIC, b"after").exception(timeout=60)
+    assert isinstance(error, BrokerUnavailableError), error
+    assert time.monotonic() - started >= 1.0, "failed without being retried"
+    producer.close()
+    client.close()
