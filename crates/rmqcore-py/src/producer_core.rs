@@ -727,6 +727,16 @@ impl PyProducerCore {
         metadata: Vec<(String, String)>,
     ) -> PyResult<()> {
         let timeout = seconds(timeout, "timeout")?;
+        let mut native = slf
+            .get()
+            .native
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if native.is_some() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the producer already sends natively; stop that first",
+            ));
+        }
         let sender = NativeSender::start(
             Arc::clone(&slf.get().core),
             slf.clone().into_any().unbind(),
@@ -734,10 +744,7 @@ impl PyProducerCore {
             &metadata,
         )
         .map_err(pyo3::exceptions::PyValueError::new_err)?;
-        *slf.get()
-            .native
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(sender);
+        *native = Some(sender);
         Ok(())
     }
 
@@ -745,34 +752,30 @@ impl PyProducerCore {
     /// native connections.
     fn _send_native(
         &self,
+        py: Python<'_>,
         endpoint: String,
         batches: Vec<Bound<'_, PyOutgoingBatch>>,
     ) -> PyResult<()> {
-        let taken = batches
-            .iter()
-            .map(|batch| batch.borrow_mut().batch.take().ok_or_else(handed_back))
-            .collect::<PyResult<Vec<Batch>>>()?;
+        if batches.iter().any(|batch| batch.borrow().batch.is_none()) {
+            return Err(handed_back());
+        }
         let native = self
             .native
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        match native.as_ref() {
-            Some(sender) => {
-                sender.send(endpoint, taken);
-                Ok(())
-            }
-            None => {
-                // Hand the batches back so the caller can fail them.
-                for (batch, taken) in batches.iter().zip(taken) {
-                    batch.borrow_mut().batch = Some(taken);
-                }
-                Err(crate::errors::rmq_error(
-                    batches[0].py(),
-                    "StoreClosedError",
-                    "the producer's native sender is stopped",
-                ))
-            }
-        }
+        let Some(sender) = native.as_ref() else {
+            return Err(crate::errors::rmq_error(
+                py,
+                "StoreClosedError",
+                "the producer's native sender is stopped",
+            ));
+        };
+        let taken = batches
+            .iter()
+            .filter_map(|batch| batch.borrow_mut().batch.take())
+            .collect();
+        sender.send(endpoint, taken);
+        Ok(())
     }
 
     /// Stop the native sender: wait (without the GIL) up to `timeout` seconds for calls
