@@ -40,13 +40,13 @@ pub(crate) struct Batch {
     pub(crate) queue_id: i32,
     pub(crate) messages: Vec<u8>,
     pub(crate) count: usize,
-    pub(crate) bytes: usize,
-    pub(crate) created: Instant,
+    bytes: usize,
+    created: Instant,
     pub(crate) first_sent: Option<Instant>,
-    pub(crate) refresh_route: bool,
+    refresh_route: bool,
     /// Its queue was freed for the next batch (`_release`) before its futures resolved.
     pub(crate) released: bool,
-    pub(crate) outcome: Arc<BatchOutcome>,
+    outcome: Arc<BatchOutcome>,
 }
 
 impl Batch {
@@ -93,7 +93,7 @@ impl Limits {
     }
 }
 
-pub(crate) struct State {
+struct State {
     limits: Limits,
     /// Batches not yet sent, oldest first, per queue.
     waiting: HashMap<QueueKey, VecDeque<Batch>>,
@@ -253,7 +253,7 @@ pub struct PyProducerCore {
 /// The batching state and its condition variable, shared with the native sender's
 /// threads.
 pub struct Core {
-    pub(crate) state: Mutex<State>,
+    state: Mutex<State>,
     changed: Condvar,
 }
 
@@ -265,7 +265,7 @@ impl std::ops::Deref for PyProducerCore {
     }
 }
 
-pub(crate) fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
+fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
     // Every update finishes before anything that could panic, so a poisoned lock holds
     // whole state.
     mutex
