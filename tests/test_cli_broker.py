@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import rmq
 from rmq.cluster.local import LocalBroker
+
+from tests.support.cli import rmq_cli
 
 SUBCOMMANDS = {
     "serve": ["--data", "--shards", "--port", "--token", "--tls-cert", "--flush"],
@@ -23,23 +23,6 @@ SUBCOMMANDS = {
     "inspect": ["--records", "--json"],
     "verify": ["path"],
 }
-
-
-def rmq_cli(
-    *args: str, stdin: bytes | None = None, check: bool = True
-) -> subprocess.CompletedProcess[bytes]:
-    result = subprocess.run(
-        [sys.executable, "-m", "rmq", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(
-            f"rmq {' '.join(args)} exited {result.returncode}:\n{result.stderr.decode()}"
-        )
-    return result
 
 
 @pytest.mark.parametrize("name", sorted(SUBCOMMANDS))

@@ -73,7 +73,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--port",
         type=int,
         default=DEFAULT_PORT,
-        help=f"port of the route/admin/health service (default: {DEFAULT_PORT}; 0: any free port)",
+        help=f"port of the route/admin/health service (default: {DEFAULT_PORT}; 0: any free "
+        "port, for the shard processes too); shard processes listen on the ports after it",
     )
     parser.add_argument(
         "--shard-ports",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rmq.cluster.protocol import READY_PREFIX, TOKEN_ENVIRONMENT
+from rmq.cluster.protocol import EXIT_CANNOT_LISTEN, READY_PREFIX, TOKEN_ENVIRONMENT
 
 log = logging.getLogger("rmq.supervisor")
 
@@ -131,6 +131,8 @@ class ShardProcess:
             return "running"
         if code < 0:
             return f"killed by {signal.Signals(-code).name}"
+        if code == EXIT_CANNOT_LISTEN:
+            return f"exited with code {code} (it could not listen on {self.endpoint})"
         return f"exited with code {code}"
 
     def terminate(self) -> None:

@@ -4,3 +4,5 @@
 READY_PREFIX = "RMQ-SHARD-READY"
 # The token reaches shard processes through the environment, never the command line.
 TOKEN_ENVIRONMENT = "RMQ_TOKEN"
+# A shard process exits with this code when it cannot listen on its port.
+EXIT_CANNOT_LISTEN = 4

@@ -27,7 +27,8 @@ from rmq.broker.server import Security, build_server
 from rmq.broker.servicer import SHARD_SERVICE, shard_service
 from rmq.broker.shard_handler import ShardHandler, store_host_for
 from rmq.broker.validation import Limits
-from rmq.cluster.protocol import READY_PREFIX, TOKEN_ENVIRONMENT
+from rmq.cluster.ports import address, bind_problem
+from rmq.cluster.protocol import EXIT_CANNOT_LISTEN, READY_PREFIX, TOKEN_ENVIRONMENT
 from rmq.cluster.routes import RouteTable
 
 log = logging.getLogger("rmq.shard")
@@ -119,14 +120,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.close()
         return EXIT_STORE_FAILED
 
-    server, port, health = build_server(
-        [shard_service(handler)],
-        host=args.host,
-        port=args.port,
-        security=security,
-        limits=limits,
-        max_workers=args.max_workers,
-    )
+    try:
+        server, port, health = build_server(
+            [shard_service(handler)],
+            host=args.host,
+            port=args.port,
+            security=security,
+            limits=limits,
+            max_workers=args.max_workers,
+        )
+    except (OSError, RuntimeError):
+        # gRPC's own message names no reason; the supervisor explains the port choice.
+        reason = bind_problem(args.host, args.port) or "gRPC could not bind it"
+        log.error("cannot listen on %s: %s", address(args.host, args.port), reason)
+        handler.close()
+        for store in stores.values():
+            store.close()
+        return EXIT_CANNOT_LISTEN
     server.start()
     health.set("", health_pb2.HealthCheckResponse.SERVING)
     health.set(SHARD_SERVICE, health_pb2.HealthCheckResponse.SERVING)

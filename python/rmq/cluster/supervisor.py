@@ -31,7 +31,9 @@ from rmq.broker.servicer import ROUTE_SERVICE, SHARD_SERVICE, route_service
 from rmq.broker.validation import Limits
 from rmq.client.channels import Credentials, open_channel
 from rmq.cluster.files import write_json_atomically
+from rmq.cluster.ports import Plan, bind_problem
 from rmq.cluster.process import ShardProcess, ShardSettings
+from rmq.cluster.protocol import EXIT_CANNOT_LISTEN
 from rmq.cluster.routes import FILE_NAME, RouteTable, processes_for, shard_directories
 from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
@@ -107,6 +109,7 @@ class Supervisor:
         self._lock_file: IO[str] | None = None
         self._slots: list[_Slot] = []
         self._routes = RouteTable(self._data_dir / FILE_NAME)
+        self._ports = Plan(config.host, config.port, config.shards, config.shard_ports)
         self._server: grpc.Server | None = None
         self._health: Any = None
         self.endpoint = ""
@@ -232,10 +235,19 @@ class Supervisor:
     # ---- lifecycle ----
 
     def start(self) -> None:
-        """Lock the data directory, start every shard process, serve routes."""
+        """Lock the data directory, check the ports, start every shard process, serve
+        routes."""
         config = self.config
+        if config.shard_ports is not None and len(config.shard_ports) != config.shards:
+            raise StartError(
+                f"{len(config.shard_ports)} shard ports given for {config.shards} shards"
+            )
         self._data_dir.mkdir(parents=True, exist_ok=True)
         self._take_lock()
+        # Before any shard process starts: a taken port is named, with what to do about it.
+        problem = self._ports.check()
+        if problem is not None:
+            raise StartError(problem)
         (self._data_dir / STATE_FILE).unlink(missing_ok=True)
         self._routes = RouteTable.load(self._data_dir / FILE_NAME)
         existing = shard_directories(self._data_dir) | self._routes.shards_in_use()
@@ -261,7 +273,7 @@ class Supervisor:
         )
         for index, shards in enumerate(processes_for(directories, config.shards)):
             self._slots.append(
-                _Slot(ShardProcess(index, shards, self._shard_port(index), settings))
+                _Slot(ShardProcess(index, shards, self._ports.shard_port(index), settings))
             )
         for slot in self._slots:
             self._spawn(slot)
@@ -275,16 +287,6 @@ class Supervisor:
             time.sleep(0.05)
         self._start_server()
         self._write_state()
-
-    def _shard_port(self, index: int) -> int:
-        config = self.config
-        if config.shard_ports is not None:
-            if len(config.shard_ports) != config.shards:
-                raise StartError(
-                    f"{len(config.shard_ports)} shard ports given for {config.shards} shards"
-                )
-            return config.shard_ports[index]
-        return 0 if config.port == 0 else config.port + 1 + index
 
     def _take_lock(self) -> None:
         path = self._data_dir / LOCK_FILE
@@ -313,7 +315,9 @@ class Supervisor:
                 max_workers=16,
             )
         except (OSError, RuntimeError) as error:
-            raise StartError(f"cannot listen on {config.host}:{config.port}: {error}") from error
+            # Taken since start() checked it (gRPC's own message names no reason).
+            reason = bind_problem(config.host, config.port) or "gRPC could not bind it"
+            raise StartError(self._ports.problem(None, config.port, reason)) from error
         server.start()
         self._server, self._health = server, health
         host = config.host
@@ -363,6 +367,7 @@ class Supervisor:
 
     def _tick(self, initial: bool = False) -> None:
         """One round of the monitor: notice ready, dead and due-to-restart processes."""
+        config = self.config
         now = time.monotonic()
         changed = False
         for slot in self._slots:
@@ -384,6 +389,9 @@ class Supervisor:
                         process.endpoint,
                     )
                 elif process.exit_code() is not None:
+                    if initial and process.exit_code() == EXIT_CANNOT_LISTEN:
+                        reason = bind_problem(config.host, process.port) or "it could not bind it"
+                        raise StartError(self._ports.problem(process.index, process.port, reason))
                     if initial:
                         raise StartError(
                             f"shard process {process.index} {process.describe_exit()} while "
@@ -436,6 +444,7 @@ class Supervisor:
     def stop(self) -> None:
         """Stop serving routes, then each shard process (SIGTERM, then SIGKILL)."""
         self._stop.set()
+        started = self._server is not None or any(slot.process.pid for slot in self._slots)
         if self._health is not None:
             self._health.enter_graceful_shutdown()
         if self._server is not None:
@@ -456,7 +465,8 @@ class Supervisor:
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
-        log.info("rmq broker stopped")
+        if started:
+            log.info("rmq broker stopped")
 
 
 def serve(config: ServeConfig) -> int:
