@@ -40,11 +40,13 @@ FIXTURES_DIR = ROOT / "tests" / "fixtures" / "rocketmq"
 
 # Maven profile -> RocketMQ release; the defaults of scripts/regen-rocketmq-fixtures.
 ROCKETMQ_RELEASES = {"rocketmq4": "4.9.8", "rocketmq5": "5.3.3"}
+# RocketMQ 5 also wrote retry and DLQ topics over 127 bytes, as V2 records.
+LONG_TOPICS_FIXTURE = f"rocketmq-{ROCKETMQ_RELEASES['rocketmq5']}-longtopics-clean"
 FIXTURES = [
     f"rocketmq-{version}-{mode}"
     for version in ROCKETMQ_RELEASES.values()
     for mode in ("clean", "abort")
-]
+] + [LONG_TOPICS_FIXTURE]
 
 # rmq's stores for RocketMQ use the fixtures' small sizes, so every kind of file rolls.
 RMQ_SEGMENT_SIZE = 8192
@@ -388,10 +390,15 @@ def writable(properties: dict[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in (properties or {}).items() if not {"\x01", "\x02"} & set(k + v)}
 
 
-def put_fixture_messages(store: rmq.Store) -> None:
+def put_fixture_messages(store: rmq.Store, long_topics: bool = False) -> None:
     """The fixtures' messages, through rmq's API (store host, sys flag, reconsume times
-    and transaction offsets are the store's to set, so those inputs are not passed)."""
-    for spec in load_fixture_messages().fixture_messages():
+    and transaction offsets are the store's to set, so those inputs are not passed);
+    with ``long_topics``, then the long retry/DLQ topics' messages too."""
+    module = load_fixture_messages()
+    specs = list(module.fixture_messages())
+    if long_topics:
+        specs += module.long_topic_messages(first_n=len(specs) + 1)
+    for spec in specs:
         if "batch" in spec:
             shared = writable(spec.get("properties"))
             members = [
@@ -494,6 +501,68 @@ def test_rocketmq_reads_exactly_what_rmq_wrote(
     missing = {key for key, offsets in dump.keys.items() if not offsets}
     assert not missing, f"RocketMQ {release}'s key index finds nothing for {sorted(missing)[:5]}"
     assert dump.keys == view.keys(), f"RocketMQ {release}'s key index differs from rmq's messages"
+
+
+def test_rocketmq_5_reads_the_v2_records_rmq_wrote_for_long_topics(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """Topics over 127 bytes: rmq writes V2 records, and RocketMQ 5 reads them."""
+    written, for_rocketmq = tmp_path / "rmq", tmp_path / "copy"
+    release = ROCKETMQ_RELEASES["rocketmq5"]
+    with rmq.Store(
+        written,
+        commitlog_segment_size=RMQ_SEGMENT_SIZE,
+        consume_queue_entries_per_file=RMQ_CQ_ENTRIES_PER_FILE,
+    ) as store:
+        put_fixture_messages(store, long_topics=True)
+        view = RmqView.of(store)
+    shutil.copytree(written, for_rocketmq)
+    long_topics = load_fixture_messages().LONG_TOPICS
+    assert {topic for topic, _ in view.queues} >= set(long_topics)
+
+    dump = harness.dump(release, for_rocketmq)
+
+    assert dump.problems == [], f"RocketMQ {release} could not read every queue"
+    assert set(dump.queues) == set(view.queues)
+    for queue in sorted(view.queues):
+        expected = [rmq_fields(m) for m in view.messages[queue]]
+        actual = [rocketmq_fields(m) for m in dump.by_queue.get(queue, [])]
+        assert actual == expected, f"RocketMQ {release}, {queue[0][:20]}…/{queue[1]}"
+    assert dump.keys == view.keys()
+
+
+def test_the_broker_serves_the_long_topics_rocketmq_wrote(tmp_path: Path) -> None:
+    """A RocketMQ 5 store as a broker's shard: its V2 records reach a consumer group."""
+    from rmq.client import Client
+    from rmq.cluster.local import LocalBroker
+
+    dump = Dump.parse((FIXTURES_DIR / f"{LONG_TOPICS_FIXTURE}.jsonl").read_text("utf-8"))
+    data = tmp_path / "data"
+    data.mkdir()
+    extract_fixture(LONG_TOPICS_FIXTURE, tmp_path).rename(data / "shard-0")
+    queue_counts: dict[str, int] = {}
+    for topic, queue_id in dump.queues:
+        queue_counts[topic] = max(queue_counts.get(topic, 0), queue_id + 1)
+    routes = {topic: [0] * count for topic, count in queue_counts.items()}
+    (data / "routes.json").write_text(json.dumps({"format": 1, "topics": routes}))
+    long_topics = load_fixture_messages().LONG_TOPICS
+
+    with LocalBroker(data, shards=1) as broker, Client(broker.endpoint) as client:
+        for topic in long_topics:
+            want = [m for (t, _), ms in sorted(dump.by_queue.items()) if t == topic for m in ms]
+            assert want, topic
+            got = []
+            with client.consumer("reader", topic) as consumer:
+                while len(got) < len(want):
+                    got.extend(consumer.poll(timeout=5.0))
+            got.sort(key=lambda m: (m.queue_id, m.queue_offset))
+            assert [(m.queue_id, m.queue_offset, m.body, m.topic) for m in got] == [
+                (m["queueId"], m["queueOffset"], base64.b64decode(m["body"]), topic) for m in want
+            ]
+            for (t, key), offsets in dump.keys.items():
+                if t == topic:
+                    found = client.query_by_key(topic, key, max_count=64)
+                    assert {m.commitlog_offset for m in found} == offsets, key
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ BAD_TOPICS = [
     "with space",
     "tab\t",
     "é",
-    "x" * 128,
+    "x" * 256,
     "nul\0",
 ]
 

@@ -39,6 +39,8 @@ __all__ = [
     "send_batches_response",
     "split_send_batches",
     "stored_answer",
+    "validate_group",
+    "validate_topic",
 ]
 
 __version__: str
@@ -437,6 +439,7 @@ class Store:
         retention_check_interval_ms: int = 10000,
         append_record_crc: bool = True,
         warm_ahead_bytes: int = 8388608,
+        v1_records_only: bool = False,
     ) -> Store:
         """Open or create the store at ``path`` and recover it.
 
@@ -447,6 +450,9 @@ class Store:
         ``maxHashSlotNum`` and ``maxIndexNum``); existing files keep their size.
         ``warm_ahead_bytes`` of the commit log ahead of the writer are faulted in by a
         background thread so that puts rarely wait for the kernel (0 turns it off).
+        Topics may be up to 255 bytes; those over 127 are written as V2 records, as
+        RocketMQ 5 writes them. ``v1_records_only=True`` keeps every record readable by
+        RocketMQ 4.9 by refusing such topics instead.
         """
     @property
     def path(self) -> str: ...
@@ -617,6 +623,14 @@ def java_string_hash(text: str) -> int:
 
 def body_crc(body: bytes) -> int:
     """RocketMQ's body CRC: CRC-32 (IEEE) masked with 0x7FFFFFFF."""
+
+def validate_topic(topic: str) -> None:
+    """Raise ``InvalidArgumentError`` unless ``topic`` is a valid topic name: 1 to 255
+    bytes of letters, digits and ``%|_-``."""
+
+def validate_group(group: str) -> None:
+    """Raise ``InvalidArgumentError`` unless ``group`` is a valid consumer group name (the
+    topic rules)."""
 
 @final
 class ColumnBuffer:

@@ -24,13 +24,25 @@ class InvalidArgumentError(RmqError, ValueError):
 
 
 class CorruptRecordError(RmqError):
-    """A record (or index/queue entry) failed validation: bad magic, size or CRC."""
+    """A record (or index/queue entry) failed validation: bad magic, size or CRC.
 
-    def __init__(self, message: str, file: str = "", offset: int = -1, reason: str = "") -> None:
+    ``file`` and ``offset`` locate the damaged bytes; a record read through a queue also
+    has the ``queue_offset`` that points at it (``None`` otherwise).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        file: str = "",
+        offset: int = -1,
+        reason: str = "",
+        queue_offset: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.file = file
         self.offset = offset
         self.reason = reason
+        self.queue_offset = queue_offset
 
 
 class OffsetOutOfRangeError(RmqError, IndexError):

@@ -230,8 +230,43 @@ def fixture_messages() -> Iterator[dict[str, Any]]:
         )
 
 
+# Consumer groups long enough that their retry and dead-letter topics pass the V1
+# layout's 127 bytes: RocketMQ 5 writes those records as V2. The longest makes a
+# 255-byte topic, the most a consume-queue directory name can hold.
+LONG_GROUP = "LongConsumerGroup_" + "x" * 120
+LONGEST_GROUP = "G" * 248
+LONG_TOPICS = [
+    f"%RETRY%{LONG_GROUP}",
+    f"%DLQ%{LONG_GROUP}",
+    f"%RETRY%{LONGEST_GROUP}",
+]
+
+
+def long_topic_messages(first_n: int) -> Iterator[dict[str, Any]]:
+    """Redeliveries into the long retry and DLQ topics, interleaved with V1 records."""
+    for i in range(12):
+        n = first_n + i
+        topic = LONG_TOPICS[i % len(LONG_TOPICS)]
+        yield message(
+            n,
+            topic,
+            0,
+            f"redelivered {i} through {topic[:12]}".encode(),
+            tags="TagA",
+            keys=[f"long-{i}", "long-all"],
+            properties={"RETRY_TOPIC": "TopicA", "ORIGIN_MESSAGE_ID": uniq_key(i)},
+            reconsumeTimes=1 + i % 16,
+        )
+        if i % 4 == 3:
+            yield message(n + 1000, "TopicA", i % 4, f"between {i}".encode(), tags="TagB")
+
+
 def main() -> None:
-    for line in fixture_messages():
+    """Prints the messages; ``--long-topics`` adds the long retry/DLQ topics (RocketMQ 5)."""
+    lines = list(fixture_messages())
+    if "--long-topics" in sys.argv[1:]:
+        lines += long_topic_messages(first_n=len(lines) + 1)
+    for line in lines:
         sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 

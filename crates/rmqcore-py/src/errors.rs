@@ -31,6 +31,7 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
         Error::Corrupt {
             file,
             offset,
+            queue_offset,
             reason,
         } => raise(
             py,
@@ -40,6 +41,7 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
                 ("file", object(py, file.display().to_string())),
                 ("offset", object(py, offset)),
                 ("reason", object(py, reason)),
+                ("queue_offset", object(py, queue_offset)),
             ],
         ),
         Error::OffsetOutOfRange {

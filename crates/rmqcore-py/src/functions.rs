@@ -11,3 +11,15 @@ pub fn java_string_hash(text: &str) -> i32 {
 pub fn body_crc(body: &[u8]) -> i32 {
     rmqcore::body_crc::body_crc(body)
 }
+
+/// The engine's topic-name rules, so that the broker checks names in one place.
+#[pyfunction]
+pub fn validate_topic(py: Python<'_>, topic: &str) -> PyResult<()> {
+    rmqcore::topic::validate_topic(topic).map_err(|error| crate::errors::to_py_err(py, error))
+}
+
+/// The engine's consumer-group-name rules.
+#[pyfunction]
+pub fn validate_group(py: Python<'_>, group: &str) -> PyResult<()> {
+    rmqcore::topic::validate_group(group).map_err(|error| crate::errors::to_py_err(py, error))
+}

@@ -133,6 +133,7 @@ impl PyStore {
         retention_check_interval_ms = 10_000,
         append_record_crc = true,
         warm_ahead_bytes = 8_388_608,
+        v1_records_only = false,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -164,6 +165,7 @@ impl PyStore {
         retention_check_interval_ms: i64,
         append_record_crc: bool,
         warm_ahead_bytes: i64,
+        v1_records_only: bool,
     ) -> PyResult<Self> {
         let retention = RetentionOptions {
             file_reserved_time_ms: usize_option(py, "file_reserved_time_ms", file_reserved_time_ms)?
@@ -216,6 +218,7 @@ impl PyStore {
             retention,
             append_record_crc,
             warm_ahead_bytes: usize_option(py, "warm_ahead_bytes", warm_ahead_bytes)?,
+            v1_records_only,
         };
         let display = path.display().to_string();
         let store = without_gil(py, || Store::open(&path, options))?;

@@ -6,11 +6,17 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Bytes on disk failed validation (magic, length, CRC, entry bounds).
-    #[error("corrupt data in {} at offset {offset}: {reason}", file.display())]
+    /// Bytes on disk failed validation (magic, length, CRC, entry bounds). A record read
+    /// through a consume queue also names the queue offset that points at it.
+    #[error(
+        "corrupt data in {} at offset {offset}{}: {reason}",
+        file.display(),
+        queue_offset.map(|at| format!(" (queue offset {at})")).unwrap_or_default()
+    )]
     Corrupt {
         file: PathBuf,
         offset: u64,
+        queue_offset: Option<i64>,
         reason: String,
     },
 
@@ -79,7 +85,26 @@ impl Error {
         Error::Corrupt {
             file: file.into(),
             offset,
+            queue_offset: None,
             reason: reason.into(),
+        }
+    }
+
+    /// A corrupt record found through a queue: say which queue offset points at it.
+    pub fn at_queue_offset(self, queue_offset: i64) -> Self {
+        match self {
+            Error::Corrupt {
+                file,
+                offset,
+                reason,
+                ..
+            } => Error::Corrupt {
+                file,
+                offset,
+                queue_offset: Some(queue_offset),
+                reason,
+            },
+            other => other,
         }
     }
 }

@@ -52,6 +52,10 @@ pub struct StoreOptions {
     /// Bytes of the commit log ahead of the writer whose pages a background thread
     /// faults in before the writer gets there (`page_warmer.rs`); 0 turns it off.
     pub warm_ahead_bytes: usize,
+    /// Keep every record in the V1 layout that RocketMQ 4.9 reads: topics over 127 bytes
+    /// are refused instead of written as V2 records (RocketMQ 5's
+    /// `autoMessageVersionOnTopicLen` turned off).
+    pub v1_records_only: bool,
 }
 
 /// Expiry and disk guarding (format §5.5); defaults are RocketMQ's.
@@ -167,6 +171,7 @@ impl Default for StoreOptions {
             retention: RetentionOptions::default(),
             append_record_crc: true,
             warm_ahead_bytes: 8 << 20,
+            v1_records_only: false,
         }
     }
 }

@@ -30,7 +30,7 @@ use crate::recovery::{recover, RecoveryReport};
 use crate::retention::{RetentionReport, SegmentDecision};
 use crate::store_lock::StoreLock;
 use crate::tag_filter::TagFilter;
-use crate::topic::{validate_group, validate_topic};
+use crate::topic::{validate_group, validate_topic, validate_v1_topic};
 use crate::topic_config::TopicConfigTable;
 
 /// How often the background thread refreshes the checkpoint (RocketMQ 5 does it every
@@ -293,7 +293,7 @@ impl Store {
         drafts: &[MessageDraft<'_>],
     ) -> Result<Vec<PutResult>> {
         self.check_writable()?;
-        validate_topic(topic)?;
+        self.validate_written_topic(topic)?;
         validate_queue_id(queue_id)?;
         if drafts.is_empty() {
             return Err(Error::invalid("messages", "the batch is empty"));
@@ -399,6 +399,16 @@ impl Store {
                 .wait_flushed(end, Duration::from_millis(options.sync_flush_timeout_ms))?;
         }
         Ok(results)
+    }
+
+    /// A topic that records are written for: a valid name, and short enough for V1
+    /// when the store keeps RocketMQ 4.9 readers (longer topics get V2 records).
+    fn validate_written_topic(&self, topic: &str) -> Result<()> {
+        validate_topic(topic)?;
+        if self.inner.options.v1_records_only {
+            validate_v1_topic(topic)?;
+        }
+        Ok(())
     }
 
     /// The end of what readers may see: under sync flush only flushed records.
@@ -541,7 +551,10 @@ impl Store {
                     });
                 }
                 Err(Error::OffsetOutOfRange { .. }) => break,
-                Err(error) => return Err(error),
+                // A damaged record ends the read before it, so that the valid records
+                // ahead of it are returned; a read starting at it reports it.
+                Err(Error::Corrupt { .. }) if next > offset => break,
+                Err(error) => return Err(error.at_queue_offset(next)),
             };
             let view = record.view();
             if let Some(filter) = filter {
@@ -701,7 +714,7 @@ impl Store {
 
     pub fn create_topic(&self, topic: &str, queues: i32) -> Result<()> {
         self.check_writable()?;
-        validate_topic(topic)?;
+        self.validate_written_topic(topic)?;
         if !(1..=MAX_QUEUE_ID + 1).contains(&queues) {
             return Err(Error::invalid(
                 "queues",

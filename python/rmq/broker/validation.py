@@ -12,12 +12,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from rmq._rmqcore import validate_group, validate_topic
 from rmq.errors import InvalidArgumentError
 
-# RocketMQ's topic characters; at most 127 bytes keeps every record in the V1 layout.
-# The character set also keeps a topic, used as a directory name, inside the store.
-_NAME_PATTERN = re.compile(r"[%|a-zA-Z0-9_-]+")
-MAX_NAME_LENGTH = 127
 _SEPARATORS = ("\x01", "\x02")
 # Set through their own fields, never as plain properties.
 RESERVED_PROPERTIES = frozenset({"TAGS", "KEYS"})
@@ -45,30 +42,15 @@ class Limits:
         return self.max_batch_bytes + 1024 * 1024
 
 
-def check_name(value: str, what: str) -> str:
-    if not value:
-        raise InvalidArgumentError(f"the {what} name is empty", what)
-    size = len(value.encode())
-    if size > MAX_NAME_LENGTH:
-        raise InvalidArgumentError(
-            f"the {what} name is {size} bytes, more than {MAX_NAME_LENGTH}", what
-        )
-    if not _NAME_PATTERN.fullmatch(value):
-        bad = next(c for c in value if not _NAME_PATTERN.fullmatch(c))
-        raise InvalidArgumentError(
-            f"the {what} name {value!r} contains {bad!r}; "
-            f"{what} names may use only letters, digits and %|_-",
-            what,
-        )
-    return value
-
-
 def check_topic(topic: str) -> str:
-    return check_name(topic, "topic")
+    """The engine's rules (1 to 255 bytes of ``%|a-zA-Z0-9_-``), checked by the engine."""
+    validate_topic(topic)
+    return topic
 
 
 def check_group(group: str) -> str:
-    return check_name(group, "group")
+    validate_group(group)
+    return group
 
 
 def check_queue_id(queue_id: int) -> int:
