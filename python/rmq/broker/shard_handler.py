@@ -8,6 +8,7 @@ each queue. Every argument is checked before a store is touched.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,8 @@ from rmq.broker.validation import (
     parse_msg_id,
 )
 from rmq.proto.v1 import broker_pb2 as pb
+
+log = logging.getLogger(__name__)
 
 
 class ShardHandler:
@@ -181,9 +184,21 @@ class ShardHandler:
                     max_offset,
                 )
             if offset < max_offset:
-                result = store.pull_encoded(
-                    topic, queue_id, offset, max_messages, tags=tags, max_bytes=max_bytes
-                )
+                try:
+                    result = store.pull_encoded(
+                        topic, queue_id, offset, max_messages, tags=tags, max_bytes=max_bytes
+                    )
+                except errors.CorruptRecordError as error:
+                    if offset != request.offset:
+                        # Filtered entries came first: answer up to the damaged record,
+                        # so that the next pull starts at it and gets this error.
+                        return pb.PullResponse(
+                            next_offset=offset,
+                            min_offset=store.min_offset(topic, queue_id),
+                            max_offset=max_offset,
+                        )
+                    log.error("pull of %s/%d: %s", topic, queue_id, error)
+                    raise
                 # Only tag-filtered entries examined: look further while time is left.
                 if result.count or time.monotonic() >= deadline:
                     return convert.encoded_pull_response(result)

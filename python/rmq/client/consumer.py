@@ -6,6 +6,14 @@ buffered. A pull still in flight when ``poll`` returns keeps going, and what it 
 handed out by a later ``poll``, so nothing is dropped. ``commit`` stores, per queue, the
 offset after the last message handed out: after a restart the group resumes there and
 sees again anything handed out but not committed (at least once).
+
+A damaged record (the shard answers DATA_LOSS for a pull that starts at it; records
+before it come back first) must not stop a group forever. With ``on_corrupt="skip"``
+(the default) the consumer logs the shard's message (file, offset, queue offset) as an
+error, counts it in ``corrupt_skipped``, and goes on after that one record, so a commit
+moves the group past it and no valid record is passed over. With ``on_corrupt="raise"``
+``poll`` raises ``BrokerDataLossError`` (a ``CorruptRecordError``) with ``queue_id`` and
+``queue_offset`` set, each time until the application ``seek``s past it.
 """
 
 from __future__ import annotations
@@ -23,7 +31,13 @@ import grpc
 from rmq import errors
 from rmq._rmqcore import ReceivedMessage, decode_pull_response
 from rmq.client.client import Client
-from rmq.client.errors import RETRYABLE, BrokerError, BrokerOutOfRangeError, from_rpc_error
+from rmq.client.errors import (
+    RETRYABLE,
+    BrokerDataLossError,
+    BrokerError,
+    BrokerOutOfRangeError,
+    from_rpc_error,
+)
 from rmq.proto.v1 import broker_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -56,7 +70,8 @@ class Consumer:
     Options: ``start`` ("earliest" or "latest") says where a group without a committed
     offset begins; ``max_messages`` and ``max_bytes`` bound one pull of one queue;
     ``tags`` keeps only messages with one of those tags; ``queues`` limits the consumer
-    to some queue ids; ``max_poll_messages`` bounds what one ``poll`` returns.
+    to some queue ids; ``max_poll_messages`` bounds what one ``poll`` returns;
+    ``on_corrupt`` ("skip" or "raise") says what a damaged record does (module docstring).
     """
 
     def __init__(
@@ -71,11 +86,18 @@ class Consumer:
         tags: Iterable[str] | None = None,
         queues: Sequence[int] | None = None,
         max_poll_messages: int = 4096,
+        on_corrupt: Literal["skip", "raise"] = "skip",
     ) -> None:
         if start not in ("earliest", "latest"):
             raise errors.InvalidArgumentError(
                 f"start is {start!r}, not earliest or latest", "start"
             )
+        if on_corrupt not in ("skip", "raise"):
+            raise errors.InvalidArgumentError(
+                f"on_corrupt is {on_corrupt!r}, not skip or raise", "on_corrupt"
+            )
+        self._on_corrupt = on_corrupt
+        self.corrupt_skipped = 0  # damaged records passed over (on_corrupt="skip")
         self._client = client
         self.group = group
         self.topic = topic
@@ -227,6 +249,8 @@ class Consumer:
                 failure = from_rpc_error(error, f"pull {self.topic}/{state.queue_id}")
                 if isinstance(failure, BrokerOutOfRangeError):
                     state.reset_from = offset
+                elif isinstance(failure, BrokerDataLossError) and state.fetch == offset:
+                    self._damaged(state, offset, failure)
                 elif failure.code in RETRYABLE:
                     self._pause(state, failure)
                 else:
@@ -242,6 +266,21 @@ class Consumer:
                 messages, state.fetch, _, _ = decode_pull_response(response)
                 state.buffer.extend(messages)
             self._cond.notify_all()
+
+    def _damaged(self, state: _Queue, offset: int, failure: BrokerDataLossError) -> None:
+        """The record at ``offset`` is damaged; everything before it was handed out (a
+        queue is pulled only once its buffer is empty)."""
+        failure.queue_id = state.queue_id
+        failure.queue_offset = offset
+        if self._on_corrupt == "raise":
+            self._errors.append(failure)
+            return
+        log.error(
+            "skipping the damaged record at offset %d of queue %d of %s (group %s): %s",
+            offset, state.queue_id, self.topic, self.group, failure,
+        )  # fmt: skip
+        self.corrupt_skipped += 1
+        state.fetch = state.delivered = offset + 1
 
     def _pause(self, state: _Queue, error: BaseException) -> None:
         log.info("queue %d of %s: %s; retrying", state.queue_id, self.topic, error)

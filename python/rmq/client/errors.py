@@ -47,7 +47,11 @@ class BrokerResourceExhaustedError(BrokerError):
 
 
 class BrokerDataLossError(BrokerError, errors.CorruptRecordError):
+    """A shard found damaged data; a consumer sets the ``queue_id`` and ``queue_offset``
+    of the record it could not read."""
+
     code = grpc.StatusCode.DATA_LOSS
+    queue_id: int | None = None
 
 
 class BrokerUnavailableError(BrokerError):
