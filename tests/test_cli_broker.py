@@ -18,7 +18,7 @@ SUBCOMMANDS = {
     "serve": ["--data", "--shards", "--port", "--token", "--tls-cert", "--flush"],
     "topic": ["create", "list", "describe", "delete"],
     "produce": ["--count", "--size", "--sharding-key", "--buffer-bytes", "--no-progress"],
-    "consume": ["--group", "--count", "--idle-timeout", "--format"],
+    "consume": ["--group", "--count", "--idle-timeout", "--format", "--format-string"],
     "query": ["--key", "--msg-id", "--time"],
     "inspect": ["--records", "--json"],
     "verify": ["path"],

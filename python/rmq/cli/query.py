@@ -7,7 +7,7 @@ import datetime
 import json
 import sys
 
-from rmq.cli.consume import as_json
+from rmq.cli.output_format import as_json
 from rmq.client.connect import add_connection_arguments, client_from_args
 from rmq.errors import RmqError
 
