@@ -1,0 +1,284 @@
+//! Reading: pulls by queue offset, lookups by key, msgId and time, and queue bounds.
+
+use crate::error::{Error, Result};
+use crate::message::StoredMessage;
+use crate::options::FlushMode;
+use crate::record::RecordView;
+use crate::tag_filter::TagFilter;
+use crate::topic::validate_topic;
+
+use super::{validate_queue_id, Store};
+
+/// The answer to a pull: the messages and where the next pull should start.
+#[derive(Debug, Clone)]
+pub struct PullResult {
+    pub messages: Vec<StoredMessage>,
+    pub next_offset: i64,
+    pub min_offset: i64,
+    pub max_offset: i64,
+}
+
+/// What `pull_each` visited: how many records, and the queue's positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pulled {
+    pub count: usize,
+    pub next_offset: i64,
+    pub min_offset: i64,
+    pub max_offset: i64,
+}
+
+impl Store {
+    /// The end of what readers may see: under sync flush only flushed records.
+    pub(super) fn readable_end(&self) -> u64 {
+        match self.inner.options.flush_mode {
+            FlushMode::Sync if !self.inner.options.read_only => self.inner.flush.flushed_offset(),
+            _ => self.inner.commit_log.write_offset(),
+        }
+    }
+
+    pub(super) fn known_topic(&self, topic: &str) -> Result<()> {
+        validate_topic(topic)?;
+        if self.inner.queues.contains_topic(topic) || self.inner.topics().get(topic).is_some() {
+            Ok(())
+        } else {
+            Err(Error::NotFound(format!("topic {topic:?} does not exist")))
+        }
+    }
+
+    /// Read messages of a queue from `offset` on. With a tag filter, entries whose tag
+    /// does not match are passed over (up to a bounded number) and `next_offset` moves
+    /// past them.
+    pub fn pull(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: usize,
+        filter: Option<&TagFilter>,
+        max_bytes: Option<usize>,
+    ) -> Result<PullResult> {
+        let mut messages = Vec::new();
+        let pulled = self.pull_each(
+            topic,
+            queue_id,
+            offset,
+            max_count,
+            filter,
+            max_bytes,
+            |view| {
+                messages.push(StoredMessage::from_record(view));
+            },
+        )?;
+        Ok(PullResult {
+            messages,
+            next_offset: pulled.next_offset,
+            min_offset: pulled.min_offset,
+            max_offset: pulled.max_offset,
+        })
+    }
+
+    /// `pull`, handing each record to `visit` as it is read instead of collecting copies
+    /// (the broker encodes them for the wire straight from the log).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "pull's arguments and the visitor"
+    )]
+    pub fn pull_each(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: usize,
+        filter: Option<&TagFilter>,
+        max_bytes: Option<usize>,
+        mut visit: impl FnMut(&RecordView<'_>),
+    ) -> Result<Pulled> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        if offset < 0 {
+            return Err(Error::invalid("offset", format!("{offset} is negative")));
+        }
+        if max_count == 0 {
+            return Err(Error::invalid("max_count", "must be at least 1"));
+        }
+        let Some(queue) = self.inner.queues.get(topic, queue_id) else {
+            return if offset == 0 {
+                Ok(Pulled {
+                    count: 0,
+                    next_offset: 0,
+                    min_offset: 0,
+                    max_offset: 0,
+                })
+            } else {
+                Err(Error::OffsetOutOfRange {
+                    what: "queue",
+                    offset,
+                    min: 0,
+                    max: 0,
+                })
+            };
+        };
+        let (min, max) = (queue.min_offset(), queue.max_offset());
+        if offset < min || offset > max {
+            return Err(Error::OffsetOutOfRange {
+                what: "queue",
+                offset,
+                min,
+                max,
+            });
+        }
+        // Passing over non-matching entries is bounded so one pull cannot scan a whole
+        // queue (RocketMQ bounds it the same way).
+        const MAX_FILTERED_ENTRIES: i64 = 16_000;
+        let readable_end = self.readable_end() as i64;
+        let mut count = 0usize;
+        let mut bytes = 0usize;
+        let mut next = offset;
+        while next < max
+            && count < max_count
+            && next - offset < MAX_FILTERED_ENTRIES + max_count as i64
+        {
+            let Some(entry) = queue.entry(next) else {
+                break;
+            };
+            if entry.commitlog_end() > readable_end {
+                break;
+            }
+            if entry.is_placeholder()
+                || filter.is_some_and(|filter| !filter.matches_code(entry.tags_code))
+            {
+                next += 1;
+                continue;
+            }
+            let record = match self
+                .inner
+                .commit_log
+                .read(entry.commitlog_offset as u64, true)
+            {
+                Ok(record) => record,
+                // Retention deleted the segment after the entry was read: the queue's
+                // minimum has moved past this offset.
+                Err(Error::OffsetOutOfRange { .. }) if count == 0 => {
+                    return Err(Error::OffsetOutOfRange {
+                        what: "queue",
+                        offset,
+                        min: queue.min_offset().max(next + 1),
+                        max: queue.max_offset(),
+                    });
+                }
+                Err(Error::OffsetOutOfRange { .. }) => break,
+                // A damaged record ends the read before it, so that the valid records
+                // ahead of it are returned; a read starting at it reports it.
+                Err(Error::Corrupt { .. }) if next > offset => break,
+                Err(error) => return Err(error.at_queue_offset(next)),
+            };
+            let view = record.view();
+            if let Some(filter) = filter {
+                if !filter.matches_tag(view.tags()) {
+                    next += 1;
+                    continue;
+                }
+            }
+            if let Some(limit) = max_bytes {
+                if count > 0 && bytes + view.body.len() > limit {
+                    break;
+                }
+            }
+            bytes += view.body.len();
+            visit(&view);
+            count += 1;
+            next += 1;
+        }
+        Ok(Pulled {
+            count,
+            next_offset: next,
+            min_offset: min,
+            max_offset: max,
+        })
+    }
+
+    /// Messages of `topic` whose keys or `UNIQ_KEY` include `key`, stored in
+    /// `[begin, end]`, newest first, at most `max_count` (see `lookup.rs`).
+    pub fn query_by_key(
+        &self,
+        topic: &str,
+        key: &str,
+        begin: i64,
+        end: Option<i64>,
+        max_count: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        let end = end.unwrap_or(i64::MAX);
+        crate::lookup::query_by_key(
+            &self.inner.commit_log,
+            &self.inner.index,
+            self.readable_end(),
+            topic,
+            key,
+            begin,
+            end,
+            max_count,
+        )
+    }
+
+    /// The message a msgId names (see `lookup.rs`).
+    pub fn get_by_msg_id(&self, msg_id: &str) -> Result<StoredMessage> {
+        self.check_open()?;
+        crate::lookup::get_by_msg_id(&self.inner.commit_log, self.readable_end(), msg_id)
+    }
+
+    /// The first queue offset stored at or after `timestamp` (see `lookup.rs`).
+    pub fn offset_for_time(&self, topic: &str, queue_id: i32, timestamp: i64) -> Result<i64> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        let queue = self.inner.queues.get(topic, queue_id);
+        crate::lookup::offset_for_time(
+            &self.inner.commit_log,
+            queue.as_deref(),
+            self.readable_end(),
+            timestamp,
+        )
+    }
+
+    /// The record at a commit-log offset.
+    pub fn read_at(&self, commitlog_offset: i64) -> Result<StoredMessage> {
+        self.check_open()?;
+        let offset = u64::try_from(commitlog_offset)
+            .map_err(|_| Error::invalid("commitlog_offset", "is negative"))?;
+        if offset >= self.readable_end() && offset < self.inner.commit_log.write_offset() {
+            return Err(Error::OffsetOutOfRange {
+                what: "commit-log",
+                offset: commitlog_offset,
+                min: self.inner.commit_log.min_offset() as i64,
+                max: self.readable_end() as i64,
+            });
+        }
+        let record = self.inner.commit_log.read(offset, true)?;
+        Ok(StoredMessage::from_record(&record.view()))
+    }
+
+    pub fn min_offset(&self, topic: &str, queue_id: i32) -> Result<i64> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        Ok(self
+            .inner
+            .queues
+            .get(topic, queue_id)
+            .map_or(0, |queue| queue.min_offset()))
+    }
+
+    pub fn max_offset(&self, topic: &str, queue_id: i32) -> Result<i64> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        Ok(self
+            .inner
+            .queues
+            .get(topic, queue_id)
+            .map_or(0, |queue| queue.max_offset()))
+    }
+}

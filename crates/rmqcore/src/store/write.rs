@@ -1,0 +1,169 @@
+//! Appending: a batch of messages to one queue, all or nothing, dispatched to its
+//! consume queue and the key index under the write lock.
+
+use crate::clock::now_millis;
+use crate::dispatch::queue_entry_of;
+use crate::error::{Error, Result};
+use crate::message::{MessageDraft, PutResult};
+use crate::options::FlushMode;
+use crate::record::RecordInput;
+use crate::topic::{validate_topic, validate_v1_topic};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{validate_queue_id, Store, StoreInner};
+
+impl Store {
+    /// Append one message.
+    pub fn put(&self, topic: &str, queue_id: i32, draft: &MessageDraft<'_>) -> Result<PutResult> {
+        let mut results = self.put_batch(topic, queue_id, std::slice::from_ref(draft))?;
+        Ok(results.pop().expect("one result per message"))
+    }
+
+    /// Append messages to one queue as a unit: all are written or none.
+    pub fn put_batch(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        drafts: &[MessageDraft<'_>],
+    ) -> Result<Vec<PutResult>> {
+        self.check_writable()?;
+        self.validate_written_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        if drafts.is_empty() {
+            return Err(Error::invalid("messages", "the batch is empty"));
+        }
+        let options = &self.inner.options;
+        let prepared = drafts
+            .iter()
+            .map(|draft| draft.prepare(options.max_message_size, options.append_record_crc))
+            .collect::<Result<Vec<_>>>()?;
+        let born_default = now_millis();
+        let inputs: Vec<RecordInput<'_>> = prepared
+            .iter()
+            .map(|message| RecordInput {
+                topic,
+                queue_id,
+                flag: message.flag,
+                body: message.body,
+                body_crc: message.body_crc,
+                properties: &message.properties,
+                sys_flag: 0,
+                born_timestamp: message.born_timestamp.unwrap_or(born_default),
+                born_host: message.born_host.unwrap_or(options.store_host),
+                store_host: options.store_host,
+                reconsume_times: 0,
+                prepared_transaction_offset: 0,
+            })
+            .collect();
+        for input in &inputs {
+            let length = crate::record::record_length(input);
+            if length > self.inner.commit_log.max_record_length() {
+                return Err(Error::invalid(
+                    "body",
+                    format!(
+                        "the record needs {length} bytes, more than a {}-byte segment holds",
+                        options.commitlog_segment_size
+                    ),
+                ));
+            }
+        }
+
+        let (results, end) = {
+            let _writer = self.inner.write_guard();
+            self.check_writable()?;
+            self.inner.ensure_topic(topic, queue_id + 1)?;
+            let queue = self.inner.queues.get_or_create(topic, queue_id)?;
+            let first_queue_offset = queue.max_offset();
+            let store_timestamp = now_millis();
+            let log_end_before = self.inner.commit_log.write_offset();
+            let appended = self
+                .inner
+                .commit_log
+                .append(&inputs, first_queue_offset, store_timestamp)
+                .map_err(|error| self.inner.explain_disk_full(error))?;
+            // Queue and index entries come from the record bytes as written, as in
+            // recovery, so the derived files always agree with the log.
+            // Every record of a put goes to the consume queue (no transaction flags), at
+            // consecutive offsets from `first_queue_offset`; the entries are appended
+            // together so each queue file is looked up once per batch.
+            let mut index = self.inner.index.batch();
+            let dispatched = appended
+                .records
+                .iter()
+                .map(|placed| {
+                    let view = appended.view(placed)?;
+                    index.dispatch(&view)?;
+                    Ok(queue_entry_of(&view))
+                })
+                .collect::<Result<Vec<_>>>()
+                .and_then(|entries| {
+                    let warmer = self.inner.commit_log.warmer();
+                    queue.append_all(first_queue_offset, &entries, warmer)
+                });
+            drop(index);
+            if let Err(error) = dispatched {
+                // All or nothing: a batch whose queue or index entries cannot be written
+                // (a full disk) is taken back out of the log. Index entries already
+                // written point at offsets that later records reuse; key queries compare
+                // each record's topic and keys, so they never return a wrong message.
+                queue.truncate_from_physical(log_end_before as i64)?;
+                self.inner.commit_log.roll_back(log_end_before)?;
+                return Err(self.inner.explain_disk_full(error));
+            }
+            let mut results = Vec::with_capacity(appended.records.len());
+            for (index, placed) in appended.records.iter().enumerate() {
+                results.push(PutResult {
+                    store_host: options.store_host,
+                    commitlog_offset: placed.physical_offset as i64,
+                    queue_offset: first_queue_offset + index as i64,
+                    store_timestamp,
+                    store_size: placed.size as i32,
+                });
+            }
+            let end = self.inner.commit_log.write_offset();
+            self.inner.dispatched_offset.store(end, Ordering::Release);
+            self.inner
+                .last_store_timestamp
+                .store(store_timestamp, Ordering::Release);
+            (results, end)
+        };
+        if options.flush_mode == FlushMode::Sync {
+            self.inner
+                .flush
+                .wait_flushed(end, Duration::from_millis(options.sync_flush_timeout_ms))?;
+        }
+        Ok(results)
+    }
+
+    /// A topic that records are written for: a valid name, and short enough for V1
+    /// when the store keeps RocketMQ 4.9 readers (longer topics get V2 records).
+    pub(super) fn validate_written_topic(&self, topic: &str) -> Result<()> {
+        validate_topic(topic)?;
+        if self.inner.options.v1_records_only {
+            validate_v1_topic(topic)?;
+        }
+        Ok(())
+    }
+}
+
+impl StoreInner {
+    /// A new segment that cannot be allocated (ENOSPC, EDQUOT) becomes the same
+    /// `DiskFull` error the usage threshold gives, naming the store, the usage and the
+    /// threshold, and the store refuses writes until usage falls.
+    pub(super) fn explain_disk_full(&self, error: Error) -> Error {
+        let Error::Io { source, .. } = &error else {
+            return error;
+        };
+        if !matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+            return error;
+        }
+        let threshold = self.options.retention.disk_space_warning_level_ratio;
+        let usage = self.disk.refresh().map_or(1.0, |usage| usage.ratio);
+        Error::DiskFull {
+            path: self.root.clone(),
+            usage,
+            threshold,
+        }
+    }
+}
