@@ -1,11 +1,19 @@
-//! Dispatch: derive consume-queue (and index) entries from commit-log records, as
-//! RocketMQ's reput service does. The append path and recovery both go through here, so
-//! derived files can always be rebuilt from the log.
+//! Dispatch: derive consume-queue and index entries from commit-log records, as
+//! RocketMQ's reput service does. Appends, recovery and rebuild all go through one
+//! `Dispatcher`, so the derived files are always what a rebuild from the log would give.
+//!
+//! A dispatcher holds the index writer's lock for its lifetime and gathers the entries of
+//! consecutive records of one queue into a run that is appended in one call, so a batch
+//! pays for one queue-file lookup and one index lock, not one per record.
+
+use std::sync::Arc;
 
 use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::consume_queue_table::ConsumeQueueTable;
 use crate::error::{Error, Result};
+use crate::index_service::{IndexBatch, IndexService};
 use crate::java_hash::java_string_hash;
+use crate::page_warmer::PageWarmer;
 use crate::record::RecordView;
 
 /// What dispatching one record did to its consume queue.
@@ -18,6 +26,117 @@ pub enum Dispatched {
     NotQueued,
 }
 
+/// Entries gathered before a run is appended (bounds memory in a long recovery scan).
+const MAX_RUN: usize = 4096;
+
+/// Consecutive entries of one queue, not yet appended.
+struct QueueRun {
+    queue: Arc<ConsumeQueue>,
+    topic: Vec<u8>,
+    queue_id: i32,
+    first_offset: i64,
+    entries: Vec<CqEntry>,
+}
+
+impl QueueRun {
+    fn continues(&self, view: &RecordView<'_>) -> bool {
+        self.entries.len() < MAX_RUN
+            && view.queue_id == self.queue_id
+            && view.queue_offset == self.first_offset + self.entries.len() as i64
+            && view.topic == self.topic.as_slice()
+    }
+}
+
+pub struct Dispatcher<'a> {
+    queues: &'a ConsumeQueueTable,
+    index: IndexBatch<'a>,
+    /// Faults in consume-queue pages ahead of the writer (the append path only).
+    warmer: Option<&'a PageWarmer>,
+    run: Option<QueueRun>,
+}
+
+impl<'a> Dispatcher<'a> {
+    pub fn new(queues: &'a ConsumeQueueTable, index: &'a IndexService) -> Self {
+        Dispatcher {
+            queues,
+            index: index.batch(),
+            warmer: None,
+            run: None,
+        }
+    }
+
+    pub fn with_warmer(mut self, warmer: Option<&'a PageWarmer>) -> Self {
+        self.warmer = warmer;
+        self
+    }
+
+    /// Index the record's keys and give it its consume-queue entry.
+    pub fn dispatch(&mut self, view: &RecordView<'_>) -> Result<Dispatched> {
+        self.index(view)?;
+        self.to_queue(view)
+    }
+
+    /// Index the record's keys only (records the index has are passed over).
+    pub fn index(&mut self, view: &RecordView<'_>) -> Result<()> {
+        self.index.dispatch(view)
+    }
+
+    /// Give the record its consume-queue entry; a replayed record whose entry the queue
+    /// has already is passed over, and one that would leave a gap is an error.
+    pub fn to_queue(&mut self, view: &RecordView<'_>) -> Result<Dispatched> {
+        if !view.is_dispatched_to_consume_queue() {
+            return Ok(Dispatched::NotQueued);
+        }
+        if let Some(run) = self.run.as_mut().filter(|run| run.continues(view)) {
+            run.entries.push(queue_entry_of(view));
+            return Ok(Dispatched::Appended);
+        }
+        self.append_run()?;
+        let queue = self
+            .queues
+            .get_or_create(&view.topic_str(), view.queue_id)?;
+        let max = queue.max_offset();
+        if view.queue_offset < max {
+            return Ok(Dispatched::AlreadyPresent);
+        }
+        if view.queue_offset > max && max > queue.min_offset() {
+            return Err(Error::corrupt(
+                queue.dir(),
+                0,
+                format!(
+                    "record at commit-log offset {} has queue offset {} but queue {}/{} ends at {max}",
+                    view.physical_offset,
+                    view.queue_offset,
+                    view.topic_str(),
+                    view.queue_id
+                ),
+            ));
+        }
+        self.run = Some(QueueRun {
+            queue,
+            topic: view.topic.to_vec(),
+            queue_id: view.queue_id,
+            first_offset: view.queue_offset,
+            entries: vec![queue_entry_of(view)],
+        });
+        Ok(Dispatched::Appended)
+    }
+
+    fn append_run(&mut self) -> Result<()> {
+        match self.run.take() {
+            Some(run) => run
+                .queue
+                .append_all(run.first_offset, &run.entries, self.warmer),
+            None => Ok(()),
+        }
+    }
+
+    /// Append what is gathered and release the index.
+    pub fn finish(mut self) -> Result<()> {
+        self.append_run()
+    }
+}
+
 pub fn tags_code_of(view: &RecordView<'_>) -> i64 {
     match view.tags() {
         Some(tags) if !tags.is_empty() => {
@@ -25,43 +144,6 @@ pub fn tags_code_of(view: &RecordView<'_>) -> i64 {
         }
         _ => 0,
     }
-}
-
-pub fn dispatch_to_consume_queue(
-    queues: &ConsumeQueueTable,
-    view: &RecordView<'_>,
-) -> Result<Dispatched> {
-    if !view.is_dispatched_to_consume_queue() {
-        return Ok(Dispatched::NotQueued);
-    }
-    let queue = queues.get_or_create(&view.topic_str(), view.queue_id)?;
-    dispatch_to_queue(&queue, view)
-}
-
-/// Dispatch to `queue`, the record's own (replay: entries already present are skipped).
-fn dispatch_to_queue(queue: &ConsumeQueue, view: &RecordView<'_>) -> Result<Dispatched> {
-    if !view.is_dispatched_to_consume_queue() {
-        return Ok(Dispatched::NotQueued);
-    }
-    let max = queue.max_offset();
-    if view.queue_offset < max {
-        return Ok(Dispatched::AlreadyPresent);
-    }
-    if view.queue_offset > max && max > queue.min_offset() {
-        return Err(Error::corrupt(
-            queue.dir(),
-            0,
-            format!(
-                "record at commit-log offset {} has queue offset {} but queue {}/{} ends at {max}",
-                view.physical_offset,
-                view.queue_offset,
-                view.topic_str(),
-                view.queue_id
-            ),
-        ));
-    }
-    queue.append(view.queue_offset, queue_entry_of(view))?;
-    Ok(Dispatched::Appended)
 }
 
 /// The consume-queue entry that stands for a record.

@@ -12,7 +12,7 @@ use std::time::Instant;
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::{CommitLog, ScanEnd};
 use crate::consume_queue_table::ConsumeQueueTable;
-use crate::dispatch::{dispatch_to_consume_queue, Dispatched};
+use crate::dispatch::{Dispatched, Dispatcher};
 use crate::error::Result;
 use crate::index_service::IndexService;
 use crate::record::{decode_record, Decoded};
@@ -217,10 +217,11 @@ pub fn recover(
 
     let mut records_redispatched = 0u64;
     let mut records_not_dispatched = 0u64;
+    let mut dispatcher = Dispatcher::new(queues, index);
     commit_log.scan(index_from, false, |offset, view| {
         if writable {
-            index.dispatch(view)?;
-            if offset >= start && dispatch_to_consume_queue(queues, view)? == Dispatched::Appended {
+            dispatcher.index(view)?;
+            if offset >= start && dispatcher.to_queue(view)? == Dispatched::Appended {
                 records_redispatched += 1;
             }
         } else if view.is_dispatched_to_consume_queue() {
@@ -234,6 +235,7 @@ pub fn recover(
         }
         Ok(None)
     })?;
+    dispatcher.finish()?;
 
     Ok(RecoveryReport {
         mode,

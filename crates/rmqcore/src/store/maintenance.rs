@@ -1,6 +1,6 @@
 //! Checking and repairing the derived files: verify against the log, rebuild from it.
 
-use crate::dispatch::dispatch_to_consume_queue;
+use crate::dispatch::{Dispatched, Dispatcher};
 use crate::error::Result;
 use crate::index_service::IndexService;
 
@@ -71,15 +71,14 @@ impl Store {
         };
         self.inner.index.recover(start as i64, false, record_at)?;
         let mut dispatched = 0u64;
+        let mut dispatcher = Dispatcher::new(&self.inner.queues, &self.inner.index);
         self.inner.commit_log.scan(start, false, |_, view| {
-            self.inner.index.dispatch(view)?;
-            if dispatch_to_consume_queue(&self.inner.queues, view)?
-                == crate::dispatch::Dispatched::Appended
-            {
+            if dispatcher.dispatch(view)? == Dispatched::Appended {
                 dispatched += 1;
             }
             Ok(None)
         })?;
+        dispatcher.finish()?;
         self.inner.checkpoint()?;
         Ok(dispatched)
     }

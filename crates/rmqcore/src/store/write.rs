@@ -2,7 +2,7 @@
 //! consume queue and the key index under the write lock.
 
 use crate::clock::now_millis;
-use crate::dispatch::queue_entry_of;
+use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
 use crate::message::{MessageDraft, PutResult};
 use crate::options::FlushMode;
@@ -82,26 +82,16 @@ impl Store {
                 .commit_log
                 .append(&inputs, first_queue_offset, store_timestamp)
                 .map_err(|error| self.inner.explain_disk_full(error))?;
-            // Queue and index entries come from the record bytes as written, as in
-            // recovery, so the derived files always agree with the log.
-            // Every record of a put goes to the consume queue (no transaction flags), at
-            // consecutive offsets from `first_queue_offset`; the entries are appended
-            // together so each queue file is looked up once per batch.
-            let mut index = self.inner.index.batch();
+            // Queue and index entries come from the record bytes as written, through the
+            // dispatcher recovery and rebuild use, so the derived files always agree with
+            // the log. A put's records continue one queue, so they form one run.
+            let mut dispatcher = Dispatcher::new(&self.inner.queues, &self.inner.index)
+                .with_warmer(self.inner.commit_log.warmer());
             let dispatched = appended
                 .records
                 .iter()
-                .map(|placed| {
-                    let view = appended.view(placed)?;
-                    index.dispatch(&view)?;
-                    Ok(queue_entry_of(&view))
-                })
-                .collect::<Result<Vec<_>>>()
-                .and_then(|entries| {
-                    let warmer = self.inner.commit_log.warmer();
-                    queue.append_all(first_queue_offset, &entries, warmer)
-                });
-            drop(index);
+                .try_for_each(|placed| dispatcher.dispatch(&appended.view(placed)?).map(drop))
+                .and_then(|()| dispatcher.finish());
             if let Err(error) = dispatched {
                 // All or nothing: a batch whose queue or index entries cannot be written
                 // (a full disk) is taken back out of the log. Index entries already
