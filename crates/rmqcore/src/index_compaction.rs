@@ -36,15 +36,14 @@
 //! Thread safety: a `CompactedIndexFile` is immutable once written; any number of
 //! threads may read it.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use memmap2::{Mmap, MmapOptions};
 
 use crate::big_endian::{read_i32, read_i64, write_i32, write_i64};
 use crate::error::{Error, IoContext, Result};
 use crate::index_file::IndexFile;
+use crate::mapped_file::MappedFile;
 
 pub const MAGIC: [u8; 8] = *b"RMQIXC01";
 pub const HEADER_SIZE: usize = 64;
@@ -134,15 +133,15 @@ pub struct CompactedEntry {
 }
 
 pub struct CompactedIndexFile {
-    path: PathBuf,
     header: CompactedHeader,
-    map: Mmap,
+    /// Never written after it is renamed into place, so its bytes are read freely.
+    file: MappedFile,
 }
 
 impl std::fmt::Debug for CompactedIndexFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompactedIndexFile")
-            .field("path", &self.path)
+            .field("path", &self.path())
             .field("header", &self.header)
             .finish()
     }
@@ -152,19 +151,16 @@ impl CompactedIndexFile {
     /// Map a complete compacted file, checking its magic and size (not its CRC, which
     /// `verify` reads the whole file for).
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).at(path)?;
-        let length = file.metadata().at(path)?.len();
-        if length < HEADER_SIZE as u64 {
+        let file = MappedFile::open(path, false)?;
+        let length = file.len();
+        if length < HEADER_SIZE {
             return Err(Error::corrupt(
                 path,
                 0,
                 format!("compacted index file is {length} bytes, shorter than its header"),
             ));
         }
-        let length = usize::try_from(length)
-            .map_err(|_| Error::corrupt(path, 0, "compacted index file too large to map"))?;
-        // SAFETY: rmq never modifies a compacted file after renaming it into place.
-        let map = unsafe { MmapOptions::new().len(length).map(&file) }.at(path)?;
+        let map = file.bytes(0, length);
         if map[MAGIC_AT..MAGIC_AT + 8] != MAGIC {
             return Err(Error::corrupt(
                 path,
@@ -172,7 +168,7 @@ impl CompactedIndexFile {
                 "not a compacted index file (bad magic)",
             ));
         }
-        let header = CompactedHeader::decode(&map);
+        let header = CompactedHeader::decode(map);
         if header.slot_count == 0 || header.file_size() != length as u64 {
             return Err(Error::corrupt(
                 path,
@@ -180,15 +176,15 @@ impl CompactedIndexFile {
                 format!("compacted index file is {length} bytes; its header ({} slots, {} entries) says {}", header.slot_count, header.entry_count, header.file_size()),
             ));
         }
-        Ok(CompactedIndexFile {
-            path: path.to_path_buf(),
-            header,
-            map,
-        })
+        Ok(CompactedIndexFile { header, file })
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
+    }
+
+    fn map(&self) -> &[u8] {
+        self.file.bytes(0, self.file.len())
     }
 
     pub fn header(&self) -> &CompactedHeader {
@@ -200,20 +196,20 @@ impl CompactedIndexFile {
     pub fn run(&self, key_hash: i32) -> Result<impl Iterator<Item = CompactedEntry> + '_> {
         let slot = key_hash.unsigned_abs() % self.header.slot_count;
         let slot_at = HEADER_SIZE + slot as usize * SLOT_SIZE;
-        let start = read_i32(&self.map, slot_at + RUN_START_AT);
-        let length = read_i32(&self.map, slot_at + RUN_LENGTH_AT);
+        let start = read_i32(self.map(), slot_at + RUN_START_AT);
+        let length = read_i32(self.map(), slot_at + RUN_LENGTH_AT);
         let in_bounds = start >= 0
             && length >= 0
             && (start as u64 + length as u64) <= u64::from(self.header.entry_count);
         if !in_bounds {
             return Err(Error::corrupt(
-                &self.path,
+                self.path(),
                 slot_at as u64,
                 format!("slot {slot} points at entries {start}+{length}, outside the file"),
             ));
         }
         let from = self.header.entries_at() + start as usize * ENTRY_SIZE;
-        let bytes = &self.map[from..from + length as usize * ENTRY_SIZE];
+        let bytes = &self.map()[from..from + length as usize * ENTRY_SIZE];
         Ok(bytes.chunks_exact(ENTRY_SIZE).map(|entry| CompactedEntry {
             key_hash: read_i32(entry, ENTRY_KEY_HASH_AT),
             time_diff: read_i32(entry, ENTRY_TIME_DIFF_AT),
@@ -223,10 +219,10 @@ impl CompactedIndexFile {
 
     /// Read the whole file and check its CRC and that the runs tile the entry area.
     pub fn verify(&self) -> Result<()> {
-        let computed = crc32fast::hash(&self.map[HEADER_SIZE..]);
+        let computed = crc32fast::hash(&self.map()[HEADER_SIZE..]);
         if computed != self.header.body_crc {
             return Err(Error::corrupt(
-                &self.path,
+                self.path(),
                 HEADER_SIZE as u64,
                 format!(
                     "body CRC {computed:#010x}, header says {:#010x}",
@@ -238,12 +234,12 @@ impl CompactedIndexFile {
         for slot in 0..self.header.slot_count as usize {
             let at = HEADER_SIZE + slot * SLOT_SIZE;
             let (start, length) = (
-                read_i32(&self.map, at + RUN_START_AT),
-                read_i32(&self.map, at + RUN_LENGTH_AT),
+                read_i32(self.map(), at + RUN_START_AT),
+                read_i32(self.map(), at + RUN_LENGTH_AT),
             );
             if length > 0 && start as u64 != next {
                 return Err(Error::corrupt(
-                    &self.path,
+                    self.path(),
                     at as u64,
                     format!("slot {slot}'s run starts at {start}, expected {next}"),
                 ));
@@ -252,7 +248,7 @@ impl CompactedIndexFile {
         }
         if next != u64::from(self.header.entry_count) {
             return Err(Error::corrupt(
-                &self.path,
+                self.path(),
                 0,
                 format!(
                     "runs cover {next} entries, header says {}",
@@ -323,16 +319,11 @@ pub fn compact(
     let directory = destination.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(directory).at(directory)?;
     let temporary = temporary_path(destination);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temporary)
-        .at(&temporary)?;
-    file.set_len(size as u64).at(&temporary)?;
-    // SAFETY: a private temporary file that nothing else maps.
-    let mut map = unsafe { MmapOptions::new().len(size).map_mut(&file) }.at(&temporary)?;
+    // A temporary left by a crash is rewritten from the start.
+    let _ = fs::remove_file(&temporary);
+    let file = MappedFile::create(&temporary, size as u64)?;
+    // SAFETY: a private temporary file that nothing else maps or reads yet.
+    let map = unsafe { file.bytes_mut(0, size) };
     let cleanup = |error: Error| {
         let _ = fs::remove_file(&temporary);
         error
@@ -345,8 +336,8 @@ pub fn compact(
         let at = HEADER_SIZE + slot * SLOT_SIZE;
         let run_length = *length;
         if run_length > 0 {
-            write_i32(&mut map, at + RUN_START_AT, start as i32);
-            write_i32(&mut map, at + RUN_LENGTH_AT, run_length as i32);
+            write_i32(map, at + RUN_START_AT, start as i32);
+            write_i32(map, at + RUN_LENGTH_AT, run_length as i32);
         }
         start += run_length;
         *length = start;
@@ -356,7 +347,7 @@ pub fn compact(
     let entries_at = header.entries_at();
     for number in 1..=entries {
         if number % STOP_CHECK_INTERVAL == 0 && stop.load(Ordering::Acquire) {
-            drop(map);
+            drop(file);
             let _ = fs::remove_file(&temporary);
             return Ok(None);
         }
@@ -364,13 +355,13 @@ pub fn compact(
         let slot = geometry.slot_of(entry.key_hash) as usize;
         cursor[slot] -= 1;
         let at = entries_at + cursor[slot] as usize * ENTRY_SIZE;
-        write_i32(&mut map, at + ENTRY_KEY_HASH_AT, entry.key_hash);
+        write_i32(map, at + ENTRY_KEY_HASH_AT, entry.key_hash);
         write_i32(
-            &mut map,
+            map,
             at + ENTRY_TIME_DIFF_AT,
             if number == 1 { 0 } else { entry.time_diff },
         );
-        write_i64(&mut map, at + ENTRY_PHY_OFFSET_AT, entry.commitlog_offset);
+        write_i64(map, at + ENTRY_PHY_OFFSET_AT, entry.commitlog_offset);
     }
     drop(cursor);
 
@@ -379,9 +370,8 @@ pub fn compact(
         ..header
     };
     header.encode(&mut map[..HEADER_SIZE]);
-    map.flush().at(&temporary).map_err(cleanup)?;
-    drop(map);
-    file.sync_all().at(&temporary).map_err(cleanup)?;
+    file.flush().map_err(cleanup)?;
+    file.file().sync_all().at(&temporary).map_err(cleanup)?;
     drop(file);
     fs::rename(&temporary, destination)
         .at(destination)

@@ -31,14 +31,12 @@
 //! complete before the slot store (release) that makes it reachable; a reader loads the
 //! slot with acquire, so every entry it reaches by the chain is complete.
 
-use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
-
-use memmap2::{MmapOptions, MmapRaw};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use crate::disk_reservation::ReservedPrefix;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{IoContext, Result};
+use crate::mapped_file::MappedFile;
 
 pub const HEADER_SIZE: usize = 40;
 pub const BEGIN_TIMESTAMP_AT: usize = 0;
@@ -191,11 +189,8 @@ pub struct RepairOutcome {
 }
 
 pub struct IndexFile {
-    path: PathBuf,
+    file: MappedFile,
     geometry: IndexGeometry,
-    writable: bool,
-    map: MmapRaw,
-    file: File,
     /// Written since the last flush.
     dirty: AtomicBool,
     /// Disk blocks reserved ahead of entry writes (`reserve_next_entry`).
@@ -205,7 +200,7 @@ pub struct IndexFile {
 impl std::fmt::Debug for IndexFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IndexFile")
-            .field("path", &self.path)
+            .field("path", &self.path())
             .field("geometry", &self.geometry)
             .finish()
     }
@@ -223,26 +218,14 @@ impl IndexFile {
         geometry: IndexGeometry,
         previous_end: Option<(i64, i64)>,
     ) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .at(path)?;
-        file.set_len(geometry.file_size()).at(path)?;
+        let file = MappedFile::create(path, geometry.file_size())?;
         // The header and slot table are written at random places: reserve them now, so a
         // full disk fails here rather than with SIGBUS on a write through the mapping.
-        crate::disk_reservation::allocate_range(&file, 0, geometry.entry_position(0)).at(path)?;
-        let map = MmapOptions::new()
-            .len(map_length(path, geometry)?)
-            .map_raw(&file)
+        crate::disk_reservation::allocate_range(file.file(), 0, geometry.entry_position(0))
             .at(path)?;
         let index = IndexFile {
-            path: path.to_path_buf(),
-            geometry,
-            writable: true,
-            map,
             file,
+            geometry,
             dirty: AtomicBool::new(true),
             reserved: ReservedPrefix::new(ENTRY_RESERVATION_CHUNK),
         };
@@ -263,48 +246,28 @@ impl IndexFile {
 
     /// Map an existing file, which must be exactly `geometry.file_size()` bytes.
     pub fn open(path: &Path, geometry: IndexGeometry, writable: bool) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .open(path)
-            .at(path)?;
-        let length = file.metadata().at(path)?.len();
-        if length != geometry.file_size() {
-            return Err(Error::corrupt(
-                path,
-                0,
-                format!(
-                    "index file is {length} bytes; {} slots and {} entries need {}",
-                    geometry.slot_count,
-                    geometry.entry_count,
-                    geometry.file_size()
-                ),
-            ));
-        }
-        let length = map_length(path, geometry)?;
-        let map = if writable {
-            MmapOptions::new().len(length).map_raw(&file)
-        } else {
-            MmapOptions::new().len(length).map_raw_read_only(&file)
-        }
-        .at(path)?;
+        let file = MappedFile::open_exact(path, geometry.file_size(), writable, |length| {
+            format!(
+                "index file is {length} bytes; {} slots and {} entries need {}",
+                geometry.slot_count,
+                geometry.entry_count,
+                geometry.file_size()
+            )
+        })?;
         Ok(IndexFile {
-            path: path.to_path_buf(),
-            geometry,
-            writable,
-            map,
             file,
+            geometry,
             dirty: AtomicBool::new(false),
             reserved: ReservedPrefix::new(ENTRY_RESERVATION_CHUNK),
         })
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     pub fn name(&self) -> String {
-        self.path
+        self.path()
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default()
@@ -314,32 +277,21 @@ impl IndexFile {
         self.geometry
     }
 
-    fn atomic_i32(&self, at: usize) -> &AtomicI32 {
-        assert!(
-            at % 4 == 0 && at + 4 <= self.map.len(),
-            "index field {at} out of bounds or misaligned"
-        );
-        // SAFETY: in bounds and 4-byte aligned (the mapping is page-aligned and `at` is a
-        // multiple of 4); the mapping lives as long as `self`; all accesses are atomic.
-        unsafe { &*self.map.as_ptr().add(at).cast::<AtomicI32>() }
-    }
-
     fn atomic_i64(&self, at: usize) -> &AtomicI64 {
         assert!(
-            at % 8 == 0 && at + 8 <= HEADER_SIZE,
-            "index header field {at} out of bounds or misaligned"
+            at + 8 <= HEADER_SIZE,
+            "index header field {at} out of bounds"
         );
-        // SAFETY: as above, with 8-byte alignment (only header fields are accessed this way).
-        unsafe { &*self.map.as_ptr().add(at).cast::<AtomicI64>() }
+        self.file.atomic_i64(at)
     }
 
     fn load_i32(&self, at: usize, order: Ordering) -> i32 {
-        i32::from_be(self.atomic_i32(at).load(order))
+        i32::from_be(self.file.atomic_i32(at).load(order))
     }
 
     fn store_i32(&self, at: usize, value: i32, order: Ordering) {
-        assert!(self.writable, "write to a read-only index file");
-        self.atomic_i32(at).store(value.to_be(), order);
+        assert!(self.file.is_writable(), "write to a read-only index file");
+        self.file.atomic_i32(at).store(value.to_be(), order);
     }
 
     fn load_i64(&self, at: usize, order: Ordering) -> i64 {
@@ -347,7 +299,7 @@ impl IndexFile {
     }
 
     fn store_i64(&self, at: usize, value: i64, order: Ordering) {
-        assert!(self.writable, "write to a read-only index file");
+        assert!(self.file.is_writable(), "write to a read-only index file");
         self.atomic_i64(at).store(value.to_be(), order);
     }
 
@@ -420,8 +372,8 @@ impl IndexFile {
         let end = self.geometry.entry_position(self.index_count()) + ENTRY_SIZE;
         let floor = self.geometry.entry_position(0);
         self.reserved.ensure(
-            &self.file,
-            &self.path,
+            self.file.file(),
+            self.path(),
             floor,
             end,
             self.geometry.file_size() as usize,
@@ -495,12 +447,11 @@ impl IndexFile {
 
     /// msync the whole file if anything was written since the last flush.
     pub fn flush(&self) -> Result<()> {
-        if !self.writable || !self.dirty.swap(false, Ordering::AcqRel) {
+        if !self.file.is_writable() || !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        self.map
+        self.file
             .flush()
-            .at(&self.path)
             .inspect_err(|_| self.dirty.store(true, Ordering::Release))
     }
 
@@ -604,25 +555,12 @@ impl IndexFile {
     /// Zero every byte from `position` (4-aligned) to the end: the partial page word by
     /// word, the rest by punching a hole, so stale entries can never be read as valid.
     fn zero_from(&self, position: usize) -> Result<()> {
-        const PAGE: usize = 4096;
-        let size = self.map.len();
-        let page_end = position.div_ceil(PAGE).saturating_mul(PAGE).min(size);
+        let size = self.file.len();
+        let page_end = self.file.page_end(position);
         for at in (position..page_end).step_by(4) {
             self.store_i32(at, 0, Ordering::Relaxed);
         }
-        if page_end >= size {
-            return Ok(());
-        }
-        // SAFETY: plain syscall on a descriptor we own; the range lies inside the file.
-        let status = unsafe {
-            libc::fallocate(
-                std::os::fd::AsRawFd::as_raw_fd(&self.file),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                page_end as libc::off_t,
-                (size - page_end) as libc::off_t,
-            )
-        };
-        if status != 0 {
+        if !self.file.punch_hole_from(page_end) {
             // No hole punching here: clear the words that are not zero yet.
             for at in (page_end..size).step_by(4) {
                 if self.load_i32(at, Ordering::Relaxed) != 0 {
@@ -632,11 +570,6 @@ impl IndexFile {
         }
         Ok(())
     }
-}
-
-fn map_length(path: &Path, geometry: IndexGeometry) -> Result<usize> {
-    usize::try_from(geometry.file_size())
-        .map_err(|_| Error::corrupt(path, 0, "index file too large to map"))
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub mod index_verify;
 pub mod java_hash;
 pub mod lenient_json;
 pub mod lookup;
+pub mod mapped_file;
 pub mod message;
 pub mod msg_id;
 pub mod options;

@@ -6,13 +6,11 @@
 //! below them, so the two never touch the same bytes. The mapping lives as long as any
 //! `Arc` does, so a reader keeps a deleted segment readable until it lets go.
 
-use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
-
-use memmap2::{MmapOptions, MmapRaw};
+use std::path::Path;
 
 use crate::disk_reservation::ReservedPrefix;
-use crate::error::{Error, IoContext, Result};
+use crate::error::Result;
+use crate::mapped_file::MappedFile;
 
 pub const SEGMENT_NAME_DIGITS: usize = 20;
 
@@ -28,12 +26,8 @@ pub fn parse_segment_file_name(name: &str) -> Option<u64> {
 }
 
 pub struct Segment {
-    path: PathBuf,
     start_offset: u64,
-    size: usize,
-    writable: bool,
-    map: MmapRaw,
-    file: File,
+    file: MappedFile,
     /// Disk blocks reserved ahead of the writer (see `ensure_allocated`).
     reserved: ReservedPrefix,
 }
@@ -41,8 +35,8 @@ pub struct Segment {
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Segment")
-            .field("path", &self.path)
-            .field("size", &self.size)
+            .field("path", &self.path())
+            .field("size", &self.size())
             .finish()
     }
 }
@@ -58,55 +52,20 @@ impl Segment {
         allocation_chunk: usize,
     ) -> Result<Self> {
         let path = dir.join(segment_file_name(start_offset));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .at(&path)?;
-        if let Err(error) = file.set_len(size as u64) {
-            let _ = std::fs::remove_file(&path);
-            return Err(Error::io(&path, error));
-        }
-        let map = MmapOptions::new().len(size).map_raw(&file).at(&path)?;
         Ok(Segment {
-            path,
             start_offset,
-            size,
-            writable: true,
-            map,
-            file,
+            file: MappedFile::create(&path, size as u64)?,
             reserved: ReservedPrefix::new(allocation_chunk),
         })
     }
 
     /// Map an existing file, which must be exactly `size` bytes.
     pub fn open(path: &Path, start_offset: u64, size: usize, writable: bool) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .open(path)
-            .at(path)?;
-        let length = file.metadata().at(path)?.len();
-        if length != size as u64 {
-            return Err(Error::corrupt(
-                path,
-                0,
-                format!("segment is {length} bytes, expected {size} like its siblings"),
-            ));
-        }
-        let map = if writable {
-            MmapOptions::new().len(size).map_raw(&file)
-        } else {
-            MmapOptions::new().len(size).map_raw_read_only(&file)
-        }
-        .at(path)?;
+        let file = MappedFile::open_exact(path, size as u64, writable, |length| {
+            format!("segment is {length} bytes, expected {size} like its siblings")
+        })?;
         Ok(Segment {
-            path: path.to_path_buf(),
             start_offset,
-            size,
-            writable,
-            map,
             file,
             reserved: ReservedPrefix::new(0),
         })
@@ -115,7 +74,8 @@ impl Segment {
     /// Reserve disk blocks `chunk` bytes at a time ahead of writes (see
     /// `ensure_allocated`); 0 never reserves.
     pub fn with_allocation_chunk(mut self, chunk: usize) -> Self {
-        self.reserved = ReservedPrefix::new(if self.writable { chunk } else { 0 });
+        let chunk = if self.file.is_writable() { chunk } else { 0 };
+        self.reserved = ReservedPrefix::new(chunk);
         self
     }
 
@@ -123,11 +83,11 @@ impl Segment {
     /// the mapping (see `disk_reservation.rs`).
     pub fn ensure_allocated(&self, end: usize) -> Result<()> {
         self.reserved
-            .ensure(&self.file, &self.path, 0, end, self.size)
+            .ensure(self.file.file(), self.path(), 0, end, self.size())
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     pub fn start_offset(&self) -> u64 {
@@ -135,11 +95,11 @@ impl Segment {
     }
 
     pub fn end_offset(&self) -> u64 {
-        self.start_offset + self.size as u64
+        self.start_offset + self.size() as u64
     }
 
     pub fn size(&self) -> usize {
-        self.size
+        self.file.len()
     }
 
     pub fn contains(&self, offset: u64) -> bool {
@@ -149,20 +109,12 @@ impl Segment {
     /// Bytes `[position, position + length)` of the file, which the caller knows to be
     /// published (written before an offset it read with acquire ordering).
     pub fn bytes(&self, position: usize, length: usize) -> &[u8] {
-        assert!(
-            position
-                .checked_add(length)
-                .is_some_and(|end| end <= self.size),
-            "read past segment end"
-        );
-        // SAFETY: in bounds (asserted); the mapping lives as long as `self`; the writer
-        // never writes published bytes (module docs).
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(position), length) }
+        self.file.bytes(position, length)
     }
 
     /// All bytes from `position` to the end of the file.
     pub fn bytes_from(&self, position: usize) -> &[u8] {
-        self.bytes(position, self.size - position)
+        self.bytes(position, self.size() - position)
     }
 
     /// Mutable access to unpublished bytes.
@@ -175,83 +127,32 @@ impl Segment {
         reason = "the writer protocol in the module docs makes this exclusive"
     )]
     pub unsafe fn bytes_mut(&self, position: usize, length: usize) -> &mut [u8] {
-        assert!(self.writable, "write to a read-only segment");
-        assert!(
-            position
-                .checked_add(length)
-                .is_some_and(|end| end <= self.size),
-            "write past segment end"
-        );
-        // SAFETY: in bounds; exclusivity is the caller's contract.
-        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(position), length) }
+        // SAFETY: the caller's contract is this one.
+        unsafe { self.file.bytes_mut(position, length) }
     }
 
     /// Fault in the pages of `[position, position + length)` as the writer's first write
-    /// would, without changing a byte (see `page_warmer.rs`). The caller reserved their
-    /// disk blocks first. EINVAL means the kernel cannot do it (before Linux 5.14).
+    /// would, without changing a byte (see `page_warmer.rs`).
     pub fn populate_for_write(&self, position: usize, length: usize) -> std::io::Result<()> {
-        const PAGE: usize = 4096;
-        if !self.writable || length == 0 {
-            return Ok(());
-        }
-        let start = position / PAGE * PAGE;
-        let end = position
-            .saturating_add(length)
-            .div_ceil(PAGE)
-            .saturating_mul(PAGE)
-            .min(self.size);
-        if start >= end {
-            return Ok(());
-        }
-        // SAFETY: the range lies inside the mapping, which `self` keeps alive; populating
-        // maps pages but neither reads nor writes their bytes.
-        let status = unsafe {
-            libc::madvise(
-                self.map.as_mut_ptr().add(start).cast(),
-                end - start,
-                libc::MADV_POPULATE_WRITE,
-            )
-        };
-        if status == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
+        self.file.populate_for_write(position, length)
     }
 
     /// msync the byte range so it is durable.
     pub fn flush_range(&self, position: usize, length: usize) -> Result<()> {
-        if length == 0 || !self.writable {
-            return Ok(());
-        }
-        self.map.flush_range(position, length).at(&self.path)
+        self.file.flush_range(position, length)
     }
 
     /// Make every byte from `position` to the end of the file read as zero: the partial
     /// page by writing zeros, the rest by punching a hole, so a 1 GiB segment is cleared
     /// without writing 1 GiB. Called only by the writer on unpublished bytes.
     pub fn zero_from(&self, position: usize) -> Result<()> {
-        const PAGE: usize = 4096;
-        let page_end = position.div_ceil(PAGE).saturating_mul(PAGE).min(self.size);
+        let page_end = self.file.page_end(position);
         if page_end > position {
             // SAFETY: the caller is the writer and nothing past `position` is published.
             unsafe { self.bytes_mut(position, page_end - position) }.fill(0);
             self.flush_range(position, page_end - position)?;
         }
-        if page_end >= self.size {
-            return Ok(());
-        }
-        let length = (self.size - page_end) as libc::off_t;
-        // SAFETY: plain syscall on a descriptor we own.
-        let status = unsafe {
-            libc::fallocate(
-                std::os::fd::AsRawFd::as_raw_fd(&self.file),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                page_end as libc::off_t,
-                length,
-            )
-        };
-        if status == 0 {
+        if self.file.punch_hole_from(page_end) {
             return Ok(());
         }
         // No hole punching on this filesystem: write zeros where data is not zero yet.
@@ -265,10 +166,7 @@ impl Segment {
     }
 
     pub fn flush(&self) -> Result<()> {
-        if !self.writable {
-            return Ok(());
-        }
-        self.map.flush().at(&self.path)
+        self.file.flush()
     }
 }
 
