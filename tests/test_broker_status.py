@@ -5,13 +5,13 @@ from __future__ import annotations
 import grpc
 import pytest
 from rmq import errors
-from rmq.broker.errors import (
+from rmq.broker.status import STATUS_BY_ERROR, status_for
+from rmq.errors import (
     QueueNotHostedError,
     QueueOutOfRangeError,
     UnauthenticatedError,
     UnimplementedError,
 )
-from rmq.broker.status import STATUS_BY_ERROR, status_for
 
 EXPECTED = [
     (errors.InvalidArgumentError("bad topic", "topic"), grpc.StatusCode.INVALID_ARGUMENT),

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 import rmq
 from rmq.client import Client
-from rmq.client.errors import BrokerDataLossError
 from rmq.cluster.local import LocalBroker
-from rmq.errors import CorruptRecordError
+from rmq.errors import BrokerDataLossError, CorruptRecordError
 
 TOPIC = "Damaged"
 COUNT = 120

@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rmq.client import Client, SendFuture
-from rmq.client.errors import AuthenticationError, BrokerUnavailableError
+from rmq.client import AuthenticationError, BrokerUnavailableError, Client, SendFuture
 from rmq.cluster.local import LocalBroker
 
 TOPIC = "native"

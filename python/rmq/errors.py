@@ -1,15 +1,46 @@
 """The whole exception hierarchy of rmq, in one place.
 
+::
+
+    RmqError
+    ├── what the engine raises (an embedded store, or a shard process)
+    │   InvalidArgumentError, CorruptRecordError, OffsetOutOfRangeError, NotFoundError,
+    │   StoreClosedError, StoreLockedError, DiskFullError, FlushFailedError, ReadOnlyError
+    ├── what only the broker raises (each becomes a gRPC status, see rmq.broker.status)
+    │   QueueNotHostedError, QueueOutOfRangeError, UnimplementedError, UnauthenticatedError
+    └── BrokerError: what the client raises for a broker's error answer (rmq.client.status
+        picks the class from the gRPC status code)
+        BrokerInvalidArgumentError, BrokerNotFoundError, BrokerOutOfRangeError,
+        BrokerResourceExhaustedError, BrokerDataLossError, BrokerUnavailableError,
+        StaleRouteError, AuthenticationError
+
 The native engine raises these classes (the binding looks them up here by name), so a
 caller can tell "corrupt segment" apart from "disk full" with ``except``. Each class
 carries the structured fields of its engine error as attributes.
+
+A client-side error is both a :class:`BrokerError` (with the gRPC ``code`` and the
+broker's ``details``) and, where one fits, the engine class that the same failure raises
+in an embedded store, so ``except rmq.errors.InvalidArgumentError`` catches bad input
+whether the store is local or behind a broker.
+
+Importing this module does not load grpc (an embedded store never needs it): a
+``BrokerError`` class names its status code, which becomes a ``grpc.StatusCode`` when
+read.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import grpc
+
 
 class RmqError(Exception):
     """Root of every error rmq raises on purpose."""
+
+
+# ---- raised by the engine (embedded store or shard process) ----
 
 
 class InvalidArgumentError(RmqError, ValueError):
@@ -89,15 +120,132 @@ class ReadOnlyError(RmqError):
     """A write was attempted on a store opened with ``read_only=True``."""
 
 
+# ---- raised only by the broker ----
+
+
+class QueueNotHostedError(RmqError):
+    """The queue exists but another shard process serves it: the client's route is stale."""
+
+
+class QueueOutOfRangeError(RmqError):
+    """The queue id is not one of the topic's queues."""
+
+
+class UnimplementedError(RmqError):
+    """The engine this shard runs does not offer the operation yet."""
+
+
+class UnauthenticatedError(RmqError):
+    """The request lacks the broker's token, or carries a wrong one."""
+
+
+# ---- raised by the client for a broker's answer ----
+
+
+class _StatusCode:
+    """A ``BrokerError`` class's ``code``: the ``grpc.StatusCode`` named ``name``, looked
+    up (and grpc imported) when read, so that this module does not load grpc."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> grpc.StatusCode:
+        import grpc
+
+        return grpc.StatusCode[self.name]
+
+
+class BrokerError(RmqError):
+    """The broker answered a call with an error status.
+
+    ``code`` is the gRPC status code (each subclass has its own; an instance made with
+    ``code`` keeps that one) and ``details`` the broker's message.
+    """
+
+    code = _StatusCode("UNKNOWN")
+
+    def __init__(self, message: str, code: grpc.StatusCode | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def details(self) -> str:
+        return str(self)
+
+
+class BrokerInvalidArgumentError(BrokerError, InvalidArgumentError):
+    """The broker refused a malformed or out-of-bounds argument (INVALID_ARGUMENT)."""
+
+    code = _StatusCode("INVALID_ARGUMENT")
+
+
+class BrokerNotFoundError(BrokerError, NotFoundError):
+    """The topic, message or msgId does not exist on the broker (NOT_FOUND)."""
+
+    code = _StatusCode("NOT_FOUND")
+
+
+class BrokerOutOfRangeError(BrokerError, OffsetOutOfRangeError):
+    """An offset or queue id lies outside what the broker holds (OUT_OF_RANGE)."""
+
+    code = _StatusCode("OUT_OF_RANGE")
+
+
+class BrokerResourceExhaustedError(BrokerError):
+    """The broker refused for lack of space (disk full) or a request was too large."""
+
+    code = _StatusCode("RESOURCE_EXHAUSTED")
+
+
+class BrokerDataLossError(BrokerError, CorruptRecordError):
+    """A shard found damaged data; a consumer sets the ``queue_id`` and ``queue_offset``
+    of the record it could not read."""
+
+    code = _StatusCode("DATA_LOSS")
+    queue_id: int | None = None
+
+
+class BrokerUnavailableError(BrokerError):
+    """The broker (or one shard) could not be reached, also after retries."""
+
+    code = _StatusCode("UNAVAILABLE")
+
+
+class StaleRouteError(BrokerError):
+    """A shard no longer serves the queue (FAILED_PRECONDITION); the route is refreshed."""
+
+    code = _StatusCode("FAILED_PRECONDITION")
+
+
+class AuthenticationError(BrokerError):
+    """The broker refused the call's token (UNAUTHENTICATED or PERMISSION_DENIED)."""
+
+    code = _StatusCode("UNAUTHENTICATED")
+
+
 __all__ = [
+    "AuthenticationError",
+    "BrokerDataLossError",
+    "BrokerError",
+    "BrokerInvalidArgumentError",
+    "BrokerNotFoundError",
+    "BrokerOutOfRangeError",
+    "BrokerResourceExhaustedError",
+    "BrokerUnavailableError",
     "CorruptRecordError",
     "DiskFullError",
     "FlushFailedError",
     "InvalidArgumentError",
     "NotFoundError",
     "OffsetOutOfRangeError",
+    "QueueNotHostedError",
+    "QueueOutOfRangeError",
     "ReadOnlyError",
     "RmqError",
+    "StaleRouteError",
     "StoreClosedError",
     "StoreLockedError",
+    "UnauthenticatedError",
+    "UnimplementedError",
 ]

@@ -18,7 +18,6 @@ import rmq
 from rmq import errors
 from rmq._rmqcore import SendBatch
 from rmq.broker import convert
-from rmq.broker.errors import QueueNotHostedError, QueueOutOfRangeError, UnimplementedError
 from rmq.broker.longpoll import QueueSignals
 from rmq.broker.validation import (
     Limits,
@@ -29,6 +28,7 @@ from rmq.broker.validation import (
     check_topic,
     parse_msg_id,
 )
+from rmq.errors import QueueNotHostedError, QueueOutOfRangeError, UnimplementedError
 from rmq.proto.v1 import broker_pb2 as pb
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import grpc
 
 from rmq import errors
-from rmq.broker.errors import (
+from rmq.errors import (
     QueueNotHostedError,
     QueueOutOfRangeError,
     UnauthenticatedError,
@@ -22,6 +22,20 @@ from rmq.broker.errors import (
 )
 
 log = logging.getLogger(__name__)
+
+# What the client raises for a broker's answer. The broker never raises these itself; one
+# that reached a handler (a call to another broker) keeps the status it came with.
+_CLIENT_ERRORS: tuple[type[errors.BrokerError], ...] = (
+    errors.BrokerError,
+    errors.BrokerInvalidArgumentError,
+    errors.BrokerNotFoundError,
+    errors.BrokerOutOfRangeError,
+    errors.BrokerResourceExhaustedError,
+    errors.BrokerDataLossError,
+    errors.BrokerUnavailableError,
+    errors.StaleRouteError,
+    errors.AuthenticationError,
+)
 
 STATUS_BY_ERROR: Mapping[type[BaseException], grpc.StatusCode] = {
     errors.InvalidArgumentError: grpc.StatusCode.INVALID_ARGUMENT,
@@ -37,6 +51,7 @@ STATUS_BY_ERROR: Mapping[type[BaseException], grpc.StatusCode] = {
     QueueNotHostedError: grpc.StatusCode.FAILED_PRECONDITION,
     UnimplementedError: grpc.StatusCode.UNIMPLEMENTED,
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
+    **{cls: cls.code for cls in _CLIENT_ERRORS},
     errors.RmqError: grpc.StatusCode.INTERNAL,
 }
 

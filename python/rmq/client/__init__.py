@@ -13,7 +13,9 @@ with client.consumer("billing", "orders") as consumer:
 from rmq._rmqcore import SendFuture
 from rmq.client.client import DEFAULT_ENDPOINT, Client
 from rmq.client.consumer import Consumer
-from rmq.client.errors import (
+from rmq.client.messages import QueueInfo, ReceivedMessage, SendResult, ShardProcessInfo, TopicRoute
+from rmq.client.producer import Producer
+from rmq.errors import (
     AuthenticationError,
     BrokerError,
     BrokerInvalidArgumentError,
@@ -22,8 +24,6 @@ from rmq.client.errors import (
     BrokerUnavailableError,
     StaleRouteError,
 )
-from rmq.client.messages import QueueInfo, ReceivedMessage, SendResult, ShardProcessInfo, TopicRoute
-from rmq.client.producer import Producer
 
 __all__ = [
     "DEFAULT_ENDPOINT",

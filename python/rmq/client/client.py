@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 
 from rmq.client.channels import Credentials, open_channel
-from rmq.client.errors import RETRYABLE, BrokerNotFoundError, from_rpc_error
 from rmq.client.messages import (
     QueueInfo,
     ReceivedMessage,
     ShardProcessInfo,
     TopicRoute,
 )
+from rmq.client.status import RETRYABLE, from_rpc_error
+from rmq.errors import BrokerNotFoundError
 from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 

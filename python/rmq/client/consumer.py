@@ -31,13 +31,8 @@ import grpc
 from rmq import errors
 from rmq._rmqcore import ReceivedMessage, decode_pull_response
 from rmq.client.client import Client
-from rmq.client.errors import (
-    RETRYABLE,
-    BrokerDataLossError,
-    BrokerError,
-    BrokerOutOfRangeError,
-    from_rpc_error,
-)
+from rmq.client.status import RETRYABLE, from_rpc_error
+from rmq.errors import BrokerDataLossError, BrokerError, BrokerOutOfRangeError
 from rmq.proto.v1 import broker_pb2 as pb
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,9 @@ import grpc
 from rmq import errors
 from rmq._rmqcore import OutgoingBatch, ProducerCore, SendFuture, encode_send_batches
 from rmq.client.client import Client
-from rmq.client.errors import RETRYABLE, BrokerError, from_rpc_error, from_status
 from rmq.client.messages import SendResult
+from rmq.client.status import RETRYABLE, from_rpc_error, from_status
+from rmq.errors import BrokerError
 from rmq.proto.v1 import broker_pb2 as pb
 
 # How long a batch waits before it is sent again after a retryable failure.
