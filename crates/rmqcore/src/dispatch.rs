@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::consume_queue_table::ConsumeQueueTable;
 use crate::error::{Error, Result};
-use crate::index_service::{IndexBatch, IndexService};
+use crate::index::{IndexBatch, IndexService};
 use crate::java_hash::java_string_hash;
 use crate::page_warmer::PageWarmer;
 use crate::record::RecordView;

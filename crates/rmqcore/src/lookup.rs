@@ -13,7 +13,7 @@ use std::ops::ControlFlow;
 use crate::commit_log::CommitLog;
 use crate::consume_queue::ConsumeQueue;
 use crate::error::{Error, Result};
-use crate::index_service::{record_matches_key, IndexService};
+use crate::index::{record_matches_key, IndexService};
 use crate::message::StoredMessage;
 use crate::msg_id::{create_msg_id, decode_msg_id};
 

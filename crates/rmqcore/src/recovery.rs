@@ -14,7 +14,7 @@ use crate::commit_log::{CommitLog, ScanEnd};
 use crate::consume_queue_table::ConsumeQueueTable;
 use crate::dispatch::{Dispatched, Dispatcher};
 use crate::error::Result;
-use crate::index_service::IndexService;
+use crate::index::IndexService;
 use crate::record::{decode_record, Decoded};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

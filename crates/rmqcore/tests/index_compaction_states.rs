@@ -6,8 +6,9 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use rmqcore::index_compaction::CompactedIndexFile;
-use rmqcore::index_file::{IndexFile, IndexGeometry};
+use rmqcore::index::compacted::CompactedIndexFile;
+use rmqcore::index::file::IndexFile;
+use rmqcore::index::layout::IndexGeometry;
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
 const GEOMETRY: IndexGeometry = IndexGeometry {

@@ -1,7 +1,9 @@
 //! The bytes of a small index file, checked by hand against format §3: header fields,
 //! slot values and the chains of colliding keys; and the format's Java hash vectors.
 
-use rmqcore::index_file::{index_hash, index_key_hash, IndexFile, IndexGeometry};
+use rmqcore::index::layout::{index_hash, index_key_hash, IndexGeometry};
+
+use rmqcore::index::file::IndexFile;
 
 const T0: i64 = 1_700_000_000_000;
 

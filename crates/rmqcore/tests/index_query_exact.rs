@@ -2,7 +2,7 @@
 //! other topics' keys, multi-key messages, UNIQ_KEY, shared keys across rolled files,
 //! max_count and time bounds.
 
-use rmqcore::index_service::index_keys;
+use rmqcore::index::index_keys;
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
 fn options() -> StoreOptions {

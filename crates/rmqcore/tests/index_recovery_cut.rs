@@ -7,8 +7,8 @@ use std::fs;
 use std::path::Path;
 
 use rmqcore::checkpoint::Checkpoint;
-use rmqcore::index_file::{IndexGeometry, ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE};
-use rmqcore::index_service::index_keys;
+use rmqcore::index::index_keys;
+use rmqcore::index::layout::{IndexGeometry, ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE};
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
 const SLOTS: usize = 11;

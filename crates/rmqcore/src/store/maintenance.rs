@@ -2,7 +2,7 @@
 
 use crate::dispatch::{Dispatched, Dispatcher};
 use crate::error::Result;
-use crate::index_service::IndexService;
+use crate::index::IndexService;
 
 use super::Store;
 
@@ -11,10 +11,10 @@ impl Store {
         &self.inner.index
     }
 
-    /// Compare the index with a rebuild from the valid log; see `index_verify.rs`.
-    pub fn verify_index(&self) -> Result<crate::index_verify::IndexVerification> {
+    /// Compare the index with a rebuild from the valid log; see `index/verify.rs`.
+    pub fn verify_index(&self) -> Result<crate::index::verify::IndexVerification> {
         self.check_open()?;
-        crate::index_verify::verify_index(
+        crate::index::verify::verify_index(
             &self.inner.index,
             &self.inner.commit_log,
             self.readable_end(),

@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 
 use crate::commit_log::CommitLog;
 use crate::error::Result;
-use crate::index_compaction::CompactedIndexFile;
-use crate::index_file::{index_key_hash, IndexFile};
-use crate::index_service::{index_keys, IndexService};
+use crate::index::compacted::CompactedIndexFile;
+use crate::index::file::IndexFile;
+use crate::index::layout::index_key_hash;
+use crate::index::{index_keys, IndexService};
 
 /// At most this many differences are described (all are counted).
 const MAX_DESCRIBED: usize = 1000;

@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::big_endian::{read_i32, read_i64, write_i32, write_i64};
 use crate::error::{Error, IoContext, Result};
-use crate::index_file::IndexFile;
+use crate::index::file::IndexFile;
 use crate::mapped_file::MappedFile;
 
 pub const MAGIC: [u8; 8] = *b"RMQIXC01";
@@ -383,7 +383,7 @@ pub fn compact(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index_file::IndexGeometry;
+    use crate::index::layout::IndexGeometry;
 
     #[test]
     fn runs_hold_each_slot_newest_first() {

@@ -1,0 +1,161 @@
+//! Writing: keys of dispatched records go into the newest file, which rolls to a new
+//! one when full; a batch holds the writer lock once for all its records.
+
+use crate::error::{Error, IoContext, Result};
+use crate::index::file::IndexFile;
+use crate::index::layout::index_key_hash;
+use crate::record::RecordView;
+use std::fs;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard, OnceLock, RwLock};
+
+use super::{next_file_name, visit_index_keys, IndexFileHandle, IndexService, Shared};
+
+pub(super) struct WriterState {
+    /// Records below this commit-log offset are indexed (the replay dedup).
+    pub(super) next_offset: i64,
+    pub(super) last_name: Option<String>,
+    /// The file being written, so that a put does not look it up in the file list.
+    pub(super) active: Option<(Arc<IndexFileHandle>, Arc<IndexFile>)>,
+}
+
+/// Records being indexed under one hold of the writer lock (`IndexService::batch`).
+pub struct IndexBatch<'s> {
+    pub(super) service: &'s IndexService,
+    /// None for a read-only index, which indexes nothing.
+    pub(super) writer: Option<MutexGuard<'s, WriterState>>,
+}
+
+impl IndexService {
+    pub(super) fn writer(&self) -> MutexGuard<'_, WriterState> {
+        self.writer.lock().expect("index writer lock")
+    }
+
+    /// Index one record (dispatch): skipped when it lies below the point the index is
+    /// complete up to (replay after a restart).
+    pub fn dispatch(&self, view: &RecordView<'_>) -> Result<()> {
+        self.batch().dispatch(view)
+    }
+
+    /// Index several records in order under one lock (the append path's batch).
+    pub fn batch(&self) -> IndexBatch<'_> {
+        IndexBatch {
+            service: self,
+            writer: self.shared.writable.then(|| self.writer()),
+        }
+    }
+
+    pub(super) fn put_key(
+        &self,
+        writer: &mut WriterState,
+        key_hash: i32,
+        offset: i64,
+        store_timestamp: i64,
+    ) -> Result<()> {
+        let active = writer.active.take().or_else(|| {
+            let handle = self.shared.files().last().cloned()?;
+            let file = handle.chained()?;
+            Some((handle, file))
+        });
+        let (handle, file) = match active.filter(|(_, file)| !file.is_full()) {
+            Some(active) => active,
+            None => self.roll(writer)?,
+        };
+        file.reserve_next_entry()?;
+        if !file.put_key(key_hash, offset, store_timestamp) {
+            return Err(Error::corrupt(
+                file.path(),
+                0,
+                "an index file that is not full refused a key",
+            ));
+        }
+        // Sealed the moment it fills: it is compacted now, while the next key goes to a
+        // new file (created when that key comes, as RocketMQ does).
+        if file.is_full() {
+            self.enqueue_compaction(handle)?;
+        } else {
+            writer.active = Some((handle, file));
+        }
+        Ok(())
+    }
+
+    /// Start a new file after the full (or missing) last one.
+    pub(super) fn roll(
+        &self,
+        writer: &mut WriterState,
+    ) -> Result<(Arc<IndexFileHandle>, Arc<IndexFile>)> {
+        let previous_end = self
+            .shared
+            .files()
+            .last()
+            .and_then(|handle| handle.header_end());
+        let name = next_file_name(writer.last_name.as_deref())?;
+        fs::create_dir_all(&self.shared.dir).at(&self.shared.dir)?;
+        let path = self.shared.dir.join(&name);
+        let file = Arc::new(IndexFile::create(
+            &path,
+            self.shared.geometry,
+            previous_end,
+        )?);
+        let handle = Arc::new(IndexFileHandle {
+            compacted_path: self.shared.compacted_dir.join(&name),
+            name: name.clone(),
+            chained_path: path,
+            chained: RwLock::new(Some(Arc::clone(&file))),
+            compacted: OnceLock::new(),
+        });
+        self.shared
+            .files
+            .write()
+            .expect("index file list lock")
+            .push(Arc::clone(&handle));
+        writer.last_name = Some(name);
+        Ok((handle, file))
+    }
+
+    /// Flush every file written since its last flush (a sealed file's first flush makes
+    /// its end time the checkpoint's `indexMsgTimestamp`).
+    pub fn flush(&self) -> Result<()> {
+        for handle in self.shared.files() {
+            if let Some(file) = handle.chained() {
+                self.shared.flush_file(&file)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Shared {
+    pub(super) fn flush_file(&self, file: &IndexFile) -> Result<()> {
+        let full = file.is_full();
+        file.flush()?;
+        if full {
+            self.sealed_end_timestamp
+                .fetch_max(file.header().end_timestamp, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+}
+
+impl IndexBatch<'_> {
+    pub fn dispatch(&mut self, view: &RecordView<'_>) -> Result<()> {
+        let Some(writer) = self.writer.as_deref_mut() else {
+            return Ok(());
+        };
+        if view.physical_offset < writer.next_offset {
+            return Ok(());
+        }
+        let mut topic = None;
+        visit_index_keys(view, |key| {
+            let topic = topic.get_or_insert_with(|| view.topic_str());
+            self.service.put_key(
+                writer,
+                index_key_hash(topic, key),
+                view.physical_offset,
+                view.store_timestamp,
+            )
+        })?;
+        writer.next_offset = view.physical_offset + view.total_size as i64;
+        Ok(())
+    }
+}
