@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -15,6 +14,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rmq.cluster.local import LocalBroker
 from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
+
+from tests.support.brokers import Brokers
 
 MiB = 1024 * 1024
 TOPIC = "good"
@@ -64,11 +65,10 @@ class Broker:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    with LocalBroker(tmp_path_factory.mktemp("bad-input") / "data", shards=2) as local:
-        broker = Broker(local)
-        yield broker
-        broker.close()
+def broker(module_brokers: Brokers) -> Iterator[Broker]:
+    broker = Broker(module_brokers.start(shards=2))
+    yield broker
+    broker.close()
 
 
 def message(**fields: Any) -> pb.Message:
@@ -468,31 +468,31 @@ def test_a_burst_of_random_requests_leaves_every_shard_serving(broker: Broker) -
     assert len(answer.msg_ids) == 1
 
 
-def test_requests_without_the_token_are_refused_before_the_store(tmp_path: Path) -> None:
-    with LocalBroker(tmp_path / "data", shards=1, args=["--token", "s3cret"]) as local:
-        route_channel = grpc.insecure_channel(local.endpoint)
-        route = pb_grpc.RouteStub(route_channel)
+def test_requests_without_the_token_are_refused_before_the_store(brokers: Brokers) -> None:
+    local = brokers.start(shards=1, args=["--token", "s3cret"])
+    route_channel = grpc.insecure_channel(local.endpoint)
+    route = pb_grpc.RouteStub(route_channel)
+    with pytest.raises(grpc.RpcError) as caught:
+        route.CreateTopic(pb.CreateTopicRequest(topic="t", queues=1), timeout=10)
+    assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    auth = (("authorization", "Bearer s3cret"),)
+    layout = route.CreateTopic(
+        pb.CreateTopicRequest(topic="t", queues=1), metadata=auth, timeout=10
+    )
+    shard_channel = grpc.insecure_channel(layout.queues[0].endpoint)
+    shard = pb_grpc.ShardStub(shard_channel)
+    for metadata in [(), (("authorization", "Bearer wrong"),), (("authorization", "s3cret"),)]:
         with pytest.raises(grpc.RpcError) as caught:
-            route.CreateTopic(pb.CreateTopicRequest(topic="t", queues=1), timeout=10)
+            shard.Send(send(topic="t"), metadata=metadata, timeout=10)
         assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
-        auth = (("authorization", "Bearer s3cret"),)
-        layout = route.CreateTopic(
-            pb.CreateTopicRequest(topic="t", queues=1), metadata=auth, timeout=10
-        )
-        shard_channel = grpc.insecure_channel(layout.queues[0].endpoint)
-        shard = pb_grpc.ShardStub(shard_channel)
-        for metadata in [(), (("authorization", "Bearer wrong"),), (("authorization", "s3cret"),)]:
-            with pytest.raises(grpc.RpcError) as caught:
-                shard.Send(send(topic="t"), metadata=metadata, timeout=10)
-            assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
-            assert "token" in (caught.value.details() or "")
-        # Health stays open for probes; the data plane works with the token.
-        health = health_pb2_grpc.HealthStub(shard_channel).Check(
-            health_pb2.HealthCheckRequest(), timeout=5
-        )
-        assert health.status == health_pb2.HealthCheckResponse.SERVING
-        pulled = shard.Pull(pb.PullRequest(topic="t", queue_id=0), metadata=auth, timeout=10)
-        assert list(pulled.messages) == []  # the refused sends stored nothing
-        assert len(shard.Send(send(topic="t"), metadata=auth, timeout=10).msg_ids) == 1
-        route_channel.close()
-        shard_channel.close()
+        assert "token" in (caught.value.details() or "")
+    # Health stays open for probes; the data plane works with the token.
+    health = health_pb2_grpc.HealthStub(shard_channel).Check(
+        health_pb2.HealthCheckRequest(), timeout=5
+    )
+    assert health.status == health_pb2.HealthCheckResponse.SERVING
+    pulled = shard.Pull(pb.PullRequest(topic="t", queue_id=0), metadata=auth, timeout=10)
+    assert list(pulled.messages) == []  # the refused sends stored nothing
+    assert len(shard.Send(send(topic="t"), metadata=auth, timeout=10).msg_ids) == 1
+    route_channel.close()
+    shard_channel.close()

@@ -7,13 +7,14 @@ from __future__ import annotations
 import random
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 from rmq.client import BrokerError, Client, ReceivedMessage, SendResult
 from rmq.cluster.local import LocalBroker
+
+from tests.support.brokers import Brokers
 
 TOPIC = "e2e"
 COUNT = 30_000
@@ -42,33 +43,30 @@ def consume_all(client: Client, group: str, want: int, **options: object) -> lis
 
 @pytest.fixture(scope="module")
 def produced(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Client, dict[tuple[int, int], dict[str, object]], list[SendResult]]]:
-    with LocalBroker(tmp_path_factory.mktemp("e2e") / "data", shards=2) as broker:
-        client = Client(broker.endpoint)
-        route = client.create_topic(TOPIC, queues=8)
-        assert len(route.queues) == 8 and {q.shard for q in route.queues} == {0, 1}
-        rng = random.Random(42)
-        messages = [expected_message(i, rng) for i in range(COUNT)]
-        with client.producer(linger_ms=2) as producer:
-            futures = [
-                producer.send(
-                    TOPIC,
-                    m["body"],  # type: ignore[arg-type]
-                    tags=m["tags"],  # type: ignore[arg-type]
-                    keys=m["keys"],  # type: ignore[arg-type]
-                    properties=m["properties"],  # type: ignore[arg-type]
-                    sharding_key=f"user-{i % 13}" if i % 2 else None,
-                )
-                for i, m in enumerate(messages)
-            ]
-            producer.flush()
-        results = [f.result(timeout=60) for f in futures]
-        by_position = {
-            (r.queue_id, r.queue_offset): m for r, m in zip(results, messages, strict=True)
-        }
-        yield client, by_position, results
-        client.close()
+    module_brokers: Brokers,
+) -> tuple[Client, dict[tuple[int, int], dict[str, object]], list[SendResult]]:
+    broker = module_brokers.start(shards=2)
+    client = module_brokers.client(broker)
+    route = client.create_topic(TOPIC, queues=8)
+    assert len(route.queues) == 8 and {q.shard for q in route.queues} == {0, 1}
+    rng = random.Random(42)
+    messages = [expected_message(i, rng) for i in range(COUNT)]
+    with client.producer(linger_ms=2) as producer:
+        futures = [
+            producer.send(
+                TOPIC,
+                m["body"],  # type: ignore[arg-type]
+                tags=m["tags"],  # type: ignore[arg-type]
+                keys=m["keys"],  # type: ignore[arg-type]
+                properties=m["properties"],  # type: ignore[arg-type]
+                sharding_key=f"user-{i % 13}" if i % 2 else None,
+            )
+            for i, m in enumerate(messages)
+        ]
+        producer.flush()
+    results = [f.result(timeout=60) for f in futures]
+    by_position = {(r.queue_id, r.queue_offset): m for r, m in zip(results, messages, strict=True)}
+    return client, by_position, results
 
 
 def test_every_message_comes_back_once_with_its_content_in_queue_order(produced) -> None:  # type: ignore[no-untyped-def]
@@ -163,24 +161,21 @@ def test_restarting_with_other_shard_counts_keeps_every_message_reachable(tmp_pa
         assert sum(q.max_offset for q in client.describe_topic("later")) == 1
 
 
-def test_batches_split_at_their_limits_and_keep_queue_order(tmp_path: Path) -> None:
+def test_batches_split_at_their_limits_and_keep_queue_order(brokers: Brokers) -> None:
     """Batches close at ``batch_max_messages`` and ``batch_max_bytes``; a message larger
     than a whole batch still goes, alone; one queue's messages keep their send order."""
     sizes = [10, 10, 10, 10, 5000, 10, 3000, 3000, 10, 10, 10]
-    with LocalBroker(tmp_path / "data", shards=1) as broker:
-        client = Client(broker.endpoint)
-        client.create_topic("limits", queues=1)
-        with client.producer(batch_max_messages=3, batch_max_bytes=4000, linger_ms=50) as p:
-            futures = [
-                p.send("limits", bytes([i]) * size, queue_id=0) for i, size in enumerate(sizes)
-            ]
-            p.flush()
-        offsets = [f.result(timeout=30).queue_offset for f in futures]
-        assert offsets == list(range(len(sizes)))
-        with client.consumer("limits-group", "limits") as consumer:
-            got: list[ReceivedMessage] = []
-            deadline = time.monotonic() + 30
-            while len(got) < len(sizes) and time.monotonic() < deadline:
-                got.extend(consumer.poll(timeout=1.0))
-        assert [m.body for m in got] == [bytes([i]) * s for i, s in enumerate(sizes)]
-        client.close()
+    broker = brokers.start(shards=1)
+    client = brokers.client(broker)
+    client.create_topic("limits", queues=1)
+    with client.producer(batch_max_messages=3, batch_max_bytes=4000, linger_ms=50) as p:
+        futures = [p.send("limits", bytes([i]) * size, queue_id=0) for i, size in enumerate(sizes)]
+        p.flush()
+    offsets = [f.result(timeout=30).queue_offset for f in futures]
+    assert offsets == list(range(len(sizes)))
+    with client.consumer("limits-group", "limits") as consumer:
+        got: list[ReceivedMessage] = []
+        deadline = time.monotonic() + 30
+        while len(got) < len(sizes) and time.monotonic() < deadline:
+            got.extend(consumer.poll(timeout=1.0))
+    assert [m.body for m in got] == [bytes([i]) * s for i, s in enumerate(sizes)]

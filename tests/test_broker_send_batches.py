@@ -5,7 +5,6 @@ batches it has ready for one shard into such a call."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -19,19 +18,18 @@ from rmq._rmqcore import (
 )
 from rmq.client import Client
 from rmq.client.producer import Producer
-from rmq.cluster.local import LocalBroker
 from rmq.proto.v1 import broker_pb2 as pb
+
+from tests.support.brokers import Brokers
 
 TOPIC = "grouped"
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    with LocalBroker(tmp_path_factory.mktemp("batches") / "data", shards=1) as broker:
-        client = Client(broker.endpoint)
-        client.create_topic(TOPIC, queues=4)
-        yield client
-        client.close()
+def client(module_brokers: Brokers) -> Client:
+    client = module_brokers.client(module_brokers.start(shards=1))
+    client.create_topic(TOPIC, queues=4)
+    return client
 
 
 def _batch(queue_id: int, *bodies: bytes, **fields: str) -> pb.SendRequest:

@@ -9,7 +9,8 @@ from pathlib import Path
 import grpc
 import pytest
 from rmq.client import BrokerUnavailableError, Client
-from rmq.cluster.local import LocalBroker
+
+from tests.support.brokers import Brokers
 
 
 @pytest.fixture
@@ -30,21 +31,21 @@ def certificate(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_clients_reach_a_tls_broker_only_over_tls(
-    tmp_path: Path, certificate: tuple[Path, Path]
+    brokers: Brokers, certificate: tuple[Path, Path]
 ) -> None:
     cert, key = certificate
     args = ["--tls-cert", str(cert), "--tls-key", str(key), "--token", "t0k"]
-    with LocalBroker(tmp_path / "data", shards=2, args=args) as broker:
-        with Client(broker.endpoint, tls_root_cert=cert, token="t0k") as client:
-            client.create_topic("secure", queues=4)
-            with client.producer() as producer:
-                result = producer.send_sync("secure", b"over tls")
-            with client.consumer("g", "secure") as consumer:
-                got = consumer.poll(timeout=5.0)
-            assert [m.body for m in got] == [b"over tls"]
-            assert client.get_by_msg_id(result.msg_id).body == b"over tls"
-        plain = Client(broker.endpoint, retry_timeout=0.5, timeout=2)
-        with pytest.raises(BrokerUnavailableError):
-            plain.topics()
-        plain.close()
-        assert grpc.StatusCode.UNAVAILABLE is BrokerUnavailableError.code
+    broker = brokers.start(shards=2, args=args)
+    with Client(broker.endpoint, tls_root_cert=cert, token="t0k") as client:
+        client.create_topic("secure", queues=4)
+        with client.producer() as producer:
+            result = producer.send_sync("secure", b"over tls")
+        with client.consumer("g", "secure") as consumer:
+            got = consumer.poll(timeout=5.0)
+        assert [m.body for m in got] == [b"over tls"]
+        assert client.get_by_msg_id(result.msg_id).body == b"over tls"
+    plain = Client(broker.endpoint, retry_timeout=0.5, timeout=2)
+    with pytest.raises(BrokerUnavailableError):
+        plain.topics()
+    plain.close()
+    assert grpc.StatusCode.UNAVAILABLE is BrokerUnavailableError.code

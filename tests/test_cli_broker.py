@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import rmq
 from rmq.cluster.local import LocalBroker
 
+from tests.support.brokers import Brokers
 from tests.support.cli import rmq_cli
 
 SUBCOMMANDS = {
@@ -33,9 +33,8 @@ def test_each_subcommand_explains_itself(name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
-    with LocalBroker(tmp_path_factory.mktemp("cli") / "data", shards=2) as local:
-        yield local
+def broker(module_brokers: Brokers) -> LocalBroker:
+    return module_brokers.start(shards=2)
 
 
 def test_topic_produce_consume_query_round_trip(broker: LocalBroker) -> None:

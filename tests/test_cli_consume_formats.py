@@ -11,7 +11,6 @@ import pty
 import subprocess
 import sys
 import tty
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,9 +18,10 @@ import pytest
 from rmq.client import Client, SendResult
 from rmq.cluster.local import LocalBroker
 
+from tests.support.brokers import Brokers
 from tests.support.cli import rmq_cli
-from tests.test_corrupt_reads import body as damaged_body
-from tests.test_corrupt_reads import damage_body
+from tests.support.damaged_records import body as damaged_body
+from tests.support.damaged_records import damage_body
 
 TOPIC = "formats"
 
@@ -52,9 +52,8 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
-    with LocalBroker(tmp_path_factory.mktemp("formats") / "data", shards=1) as local:
-        yield local
+def broker(module_brokers: Brokers) -> LocalBroker:
+    return module_brokers.start(shards=1)
 
 
 @pytest.fixture(scope="module")

@@ -19,32 +19,16 @@ from rmq.client import Client
 from rmq.cluster.local import LocalBroker
 from rmq.errors import BrokerDataLossError, CorruptRecordError
 
+from tests.support.damaged_records import body, damage_body
+
 TOPIC = "Damaged"
 COUNT = 120
 VICTIM = 60  # queue offset of the damaged record
 SEGMENT = 64 * 1024
 
 
-def body(index: int) -> bytes:
-    return f"body-{index:04d}-".encode() + bytes([index % 251]) * 40
-
-
 def tag(index: int) -> str:
     return "even" if index % 2 == 0 else "odd"
-
-
-def damage_body(store_dir: Path, index: int) -> None:
-    """Flip one byte in the middle of message ``index``'s body (it is unique in the log)."""
-    needle = body(index)
-    hits = []
-    for segment in (store_dir / "commitlog").iterdir():
-        data = bytearray(segment.read_bytes())
-        at = data.find(needle)
-        if at >= 0:
-            hits.append(segment)
-            data[at + len(needle) // 2] ^= 0x40
-            segment.write_bytes(bytes(data))
-    assert len(hits) == 1, hits
 
 
 def test_a_read_stops_before_a_damaged_record_and_the_next_one_names_it(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import rmq
-from rmq.client import Client
-from rmq.cluster.local import LocalBroker
 from rmq.errors import InvalidArgumentError
+
+from tests.support.brokers import Brokers
 
 MAGIC_V1 = bytes.fromhex("DAA320A7")
 MAGIC_V2 = bytes.fromhex("DAA320AB")
@@ -94,19 +94,19 @@ def test_a_v1_only_store_refuses_long_topics_naming_the_option(tmp_path: Path) -
         assert store.get(RETRY_TOPIC, 0, offset=0, max_count=1)[0].body == b"needs V2"
 
 
-def test_the_broker_serves_long_topics(tmp_path: Path) -> None:
-    with LocalBroker(tmp_path / "data", shards=1) as broker, Client(broker.endpoint) as client:
-        client.create_topic(RETRY_TOPIC, queues=2)
-        with client.producer() as producer:
-            sent = [producer.send(RETRY_TOPIC, f"m{i}".encode(), keys=[f"k{i}"]) for i in range(6)]
-            results = [future.result(timeout=30) for future in sent]
-        got = []
-        with client.consumer("LongConsumerGroup_" + "x" * 120, RETRY_TOPIC) as consumer:
-            while len(got) < 6:
-                got.extend(consumer.poll(timeout=5.0))
-            consumer.commit()
-        assert sorted(m.body for m in got) == [f"m{i}".encode() for i in range(6)]
-        assert {m.topic for m in got} == {RETRY_TOPIC}
-        found = client.query_by_key(RETRY_TOPIC, "k3")
-        assert [m.body for m in found] == [b"m3"]
-        assert {r.queue_id for r in results} == {0, 1}
+def test_the_broker_serves_long_topics(brokers: Brokers) -> None:
+    client = brokers.client(brokers.start(shards=1))
+    client.create_topic(RETRY_TOPIC, queues=2)
+    with client.producer() as producer:
+        sent = [producer.send(RETRY_TOPIC, f"m{i}".encode(), keys=[f"k{i}"]) for i in range(6)]
+        results = [future.result(timeout=30) for future in sent]
+    got = []
+    with client.consumer("LongConsumerGroup_" + "x" * 120, RETRY_TOPIC) as consumer:
+        while len(got) < 6:
+            got.extend(consumer.poll(timeout=5.0))
+        consumer.commit()
+    assert sorted(m.body for m in got) == [f"m{i}".encode() for i in range(6)]
+    assert {m.topic for m in got} == {RETRY_TOPIC}
+    found = client.query_by_key(RETRY_TOPIC, "k3")
+    assert [m.body for m in found] == [b"m3"]
+    assert {r.queue_id for r in results} == {0, 1}

@@ -7,21 +7,19 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from rmq import errors
 from rmq.client import BrokerError, Client, SendFuture, SendResult
-from rmq.cluster.local import LocalBroker
+
+from tests.support.brokers import Brokers
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    with LocalBroker(tmp_path_factory.mktemp("producer") / "data", shards=1) as broker:
-        client = Client(broker.endpoint)
-        client.create_topic("core", queues=4)
-        yield client
-        client.close()
+def client(module_brokers: Brokers) -> Client:
+    client = module_brokers.client(module_brokers.start(shards=1))
+    client.create_topic("core", queues=4)
+    return client
 
 
 @pytest.mark.parametrize(

@@ -6,23 +6,22 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rmq.client import AuthenticationError, BrokerUnavailableError, Client, SendFuture
 from rmq.cluster.local import LocalBroker
 
+from tests.support.brokers import Brokers
+
 TOPIC = "native"
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    with LocalBroker(tmp_path_factory.mktemp("native") / "data", shards=2) as broker:
-        client = Client(broker.endpoint)
-        client.create_topic(TOPIC, queues=4)
-        yield client
-        client.close()
+def client(module_brokers: Brokers) -> Client:
+    client = module_brokers.client(module_brokers.start(shards=2))
+    client.create_topic(TOPIC, queues=4)
+    return client
 
 
 def test_plaintext_producers_send_natively(client: Client) -> None:
@@ -52,23 +51,21 @@ def test_callbacks_of_a_queue_run_in_the_order_of_its_sends(client: Client) -> N
         assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
 
 
-def test_the_token_goes_with_every_batch(tmp_path: Path) -> None:
+def test_the_token_goes_with_every_batch(brokers: Brokers) -> None:
     token = ["--token", "s3cret"]
-    with (
-        LocalBroker(tmp_path / "data", shards=1, args=token) as broker,
-        Client(broker.endpoint, token="s3cret") as client,
-    ):
-        client.create_topic(TOPIC, queues=1)
-        with client.producer() as producer:
-            assert producer.send_sync(TOPIC, b"with the token").queue_id == 0
-            # The same producer's connections with a wrong token: refused, and not
-            # retried (an authentication failure does not pass by itself).
-            producer._stop_native()
-            producer._use_native(timeout=10.0, metadata=[("authorization", "Bearer no")])
-            started = time.monotonic()
-            with pytest.raises(AuthenticationError, match="token"):
-                producer.send_sync(TOPIC, b"without it", timeout=30)
-            assert time.monotonic() - started < 5
+    broker = brokers.start(shards=1, args=token)
+    client = brokers.client(broker, token="s3cret")
+    client.create_topic(TOPIC, queues=1)
+    with client.producer() as producer:
+        assert producer.send_sync(TOPIC, b"with the token").queue_id == 0
+        # The same producer's connections with a wrong token: refused, and not
+        # retried (an authentication failure does not pass by itself).
+        producer._stop_native()
+        producer._use_native(timeout=10.0, metadata=[("authorization", "Bearer no")])
+        started = time.monotonic()
+        with pytest.raises(AuthenticationError, match="token"):
+            producer.send_sync(TOPIC, b"without it", timeout=30)
+        assert time.monotonic() - started < 5
 
 
 def test_a_shard_that_is_gone_is_retried_then_fails_unavailable(tmp_path: Path) -> None:

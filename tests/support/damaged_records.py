@@ -1,0 +1,24 @@
+"""A record damaged in a store's commit log, for the tests of reads that meet one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def body(index: int) -> bytes:
+    """The body of message ``index``: unique in the log, so it can be found and damaged."""
+    return f"body-{index:04d}-".encode() + bytes([index % 251]) * 40
+
+
+def damage_body(store_dir: Path, index: int) -> None:
+    """Flip one byte in the middle of message ``index``'s body (it is unique in the log)."""
+    needle = body(index)
+    hits = []
+    for segment in (store_dir / "commitlog").iterdir():
+        data = bytearray(segment.read_bytes())
+        at = data.find(needle)
+        if at >= 0:
+            hits.append(segment)
+            data[at + len(needle) // 2] ^= 0x40
+            segment.write_bytes(bytes(data))
+    assert len(hits) == 1, hits
