@@ -9,7 +9,7 @@ pub fn java_string_hash(text: &str) -> i32 {
 
 #[pyfunction]
 pub fn body_crc(body: &[u8]) -> i32 {
-    rmqcore::body_crc::body_crc(body)
+    rmqcore::record::body_crc::body_crc(body)
 }
 
 /// The engine's topic-name rules, so that the broker checks names in one place.

@@ -9,9 +9,9 @@
 
 use std::net::SocketAddr;
 
-use rmqcore::crc_property::CRC_PROPERTY_NAME;
-use rmqcore::msg_id::create_msg_id;
-use rmqcore::properties::{property_entries, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS};
+use rmqcore::record::crc_property::CRC_PROPERTY_NAME;
+use rmqcore::record::msg_id::create_msg_id;
+use rmqcore::record::properties::{property_entries, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS};
 use rmqcore::record::RecordView;
 
 use crate::protobuf_wire::{

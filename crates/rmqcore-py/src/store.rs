@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use rmqcore::host::parse_host;
 use rmqcore::options::RetentionOptions;
+use rmqcore::record::host::parse_host;
 use rmqcore::tag_filter::TagFilter;
 use rmqcore::{FlushMode, MessageDraft, Store, StoreOptions};
 

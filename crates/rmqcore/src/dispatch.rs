@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
+use crate::consume_queue::table::ConsumeQueueTable;
 use crate::consume_queue::{ConsumeQueue, CqEntry};
-use crate::consume_queue_table::ConsumeQueueTable;
 use crate::error::{Error, Result};
+use crate::files::page_warmer::PageWarmer;
 use crate::index::{IndexBatch, IndexService};
 use crate::java_hash::java_string_hash;
-use crate::page_warmer::PageWarmer;
 use crate::record::RecordView;
 
 /// What dispatching one record did to its consume queue.

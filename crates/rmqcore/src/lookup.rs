@@ -14,8 +14,8 @@ use crate::commit_log::CommitLog;
 use crate::consume_queue::ConsumeQueue;
 use crate::error::{Error, Result};
 use crate::index::{record_matches_key, IndexService};
-use crate::message::StoredMessage;
-use crate::msg_id::{create_msg_id, decode_msg_id};
+use crate::record::message::StoredMessage;
+use crate::record::msg_id::{create_msg_id, decode_msg_id};
 
 /// Messages of `topic` stored in `[begin, end]` whose `KEYS` tokens or `UNIQ_KEY`
 /// include `key`, newest first, at most `max_count`. Records below `readable_end` only

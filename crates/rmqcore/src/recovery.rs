@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::checkpoint::Checkpoint;
 use crate::commit_log::{CommitLog, ScanEnd};
-use crate::consume_queue_table::ConsumeQueueTable;
+use crate::config::checkpoint::Checkpoint;
+use crate::consume_queue::table::ConsumeQueueTable;
 use crate::dispatch::{Dispatched, Dispatcher};
 use crate::error::Result;
 use crate::index::IndexService;
@@ -150,7 +150,7 @@ pub fn recover(
     let mut records_scanned = 0u64;
     let (valid_end, end) = commit_log.scan(start, true, |_, view| {
         records_scanned += 1;
-        if checkpoint.records_carry_crc && !crate::crc_property::has_crc_property(view) {
+        if checkpoint.records_carry_crc && !crate::record::crc_property::has_crc_property(view) {
             return Ok(Some(
                 "the record lacks the CRC property every record since the checkpoint carries"
                     .to_string(),

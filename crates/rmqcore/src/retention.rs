@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::disk_usage::DiskUsage;
+use crate::files::segment::Segment;
 use crate::options::RetentionOptions;
-use crate::segment::Segment;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SegmentDecision {

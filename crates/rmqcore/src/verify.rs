@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use crate::commit_log::CommitLog;
-use crate::consume_queue_table::ConsumeQueueTable;
+use crate::consume_queue::table::ConsumeQueueTable;
 use crate::dispatch::tags_code_of;
 use crate::error::Result;
 use crate::record::{decode_record, DecodeError, Decoded};

@@ -169,7 +169,7 @@ fn a_file_that_fills_during_recovery_is_compacted_too() {
     store.close().unwrap();
     // The checkpoint vouches only for the first 30 records: recovery cuts the second file
     // and dispatch fills it again.
-    let mut checkpoint = rmqcore::checkpoint::Checkpoint::load(&image).unwrap();
+    let mut checkpoint = rmqcore::config::checkpoint::Checkpoint::load(&image).unwrap();
     checkpoint.flushed_offset = Some(offsets[30]);
     checkpoint.store(&image).unwrap();
 

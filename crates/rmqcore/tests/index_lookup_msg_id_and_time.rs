@@ -1,7 +1,7 @@
 //! Lookups without the index: a msgId names its record (and nothing else), and
 //! `offset_for_time` equals a linear scan of the queue with the documented edges.
 
-use rmqcore::msg_id::create_msg_id;
+use rmqcore::record::msg_id::create_msg_id;
 use rmqcore::{Error, MessageDraft, Store, StoreOptions};
 
 #[test]

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::Path;
 
-use rmqcore::checkpoint::Checkpoint;
+use rmqcore::config::checkpoint::Checkpoint;
 use rmqcore::index::index_keys;
 use rmqcore::index::layout::{IndexGeometry, ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE};
 use rmqcore::{MessageDraft, Store, StoreOptions};

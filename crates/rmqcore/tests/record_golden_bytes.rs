@@ -1,8 +1,8 @@
 //! The format reference's worked example (§1.9) encoded byte for byte.
 
 use rmqcore::big_endian::{read_i16, read_i32, read_i64};
-use rmqcore::body_crc::body_crc;
-use rmqcore::properties::encode_properties;
+use rmqcore::record::body_crc::body_crc;
+use rmqcore::record::properties::encode_properties;
 use rmqcore::record::{
     decode_record, encode_record, record_length, Decoded, Placement, RecordInput, MAGIC_V1,
 };

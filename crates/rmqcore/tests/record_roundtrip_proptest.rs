@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 
 use proptest::prelude::*;
-use rmqcore::body_crc::body_crc;
-use rmqcore::properties::{decode_properties, encode_properties};
+use rmqcore::record::body_crc::body_crc;
+use rmqcore::record::properties::{decode_properties, encode_properties};
 use rmqcore::record::{
     decode_record, encode_record, record_length, Decoded, Placement, RecordInput,
 };

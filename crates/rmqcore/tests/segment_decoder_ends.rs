@@ -5,9 +5,9 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use rmqcore::body_crc::body_crc;
+use rmqcore::files::segment::segment_file_name;
+use rmqcore::record::body_crc::body_crc;
 use rmqcore::record::{encode_blank, encode_record, record_length, Placement, RecordInput};
-use rmqcore::segment::segment_file_name;
 use rmqcore::segment_decoder::{
     BatchOptions, ColumnSelection, RecordFilter, SegmentDecoder, SegmentEnd,
 };

@@ -4,11 +4,11 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use rmqcore::body_crc::body_crc;
-use rmqcore::crc_property::{encode_crc_digits, CRC_PROPERTY_LENGTH, CRC_PROPERTY_NAME};
-use rmqcore::properties::encode_properties;
+use rmqcore::files::segment::segment_file_name;
+use rmqcore::record::body_crc::body_crc;
+use rmqcore::record::crc_property::{encode_crc_digits, CRC_PROPERTY_LENGTH, CRC_PROPERTY_NAME};
+use rmqcore::record::properties::encode_properties;
 use rmqcore::record::{encode_blank, encode_record, record_length, Placement, RecordInput};
-use rmqcore::segment::segment_file_name;
 use rmqcore::segment_decoder::{BatchOptions, SegmentDecoder, SegmentEnd};
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
@@ -122,7 +122,7 @@ fn every_layout_decodes_to_its_fields() {
         );
         assert_eq!(
             columns.msg_id.value(row),
-            rmqcore::msg_id::create_msg_id(&spec.store_host, columns.commitlog_offset[row])
+            rmqcore::record::msg_id::create_msg_id(&spec.store_host, columns.commitlog_offset[row])
                 .as_bytes()
         );
         assert_eq!(columns.tags.value(row), b"TagA");

@@ -42,8 +42,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::big_endian::{read_i32, read_i64, write_i32, write_i64};
 use crate::error::{Error, IoContext, Result};
+use crate::files::mapped_file::MappedFile;
 use crate::index::file::IndexFile;
-use crate::mapped_file::MappedFile;
 
 pub const MAGIC: [u8; 8] = *b"RMQIXC01";
 pub const HEADER_SIZE: usize = 64;
@@ -376,7 +376,7 @@ pub fn compact(
     fs::rename(&temporary, destination)
         .at(destination)
         .map_err(cleanup)?;
-    crate::atomic_file::sync_dir(directory)?;
+    crate::files::atomic_file::sync_dir(directory)?;
     CompactedIndexFile::open(destination).map(Some)
 }
 

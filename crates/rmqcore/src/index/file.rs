@@ -12,10 +12,10 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use crate::disk_reservation::ReservedPrefix;
 use crate::error::{IoContext, Result};
+use crate::files::disk_reservation::ReservedPrefix;
+use crate::files::mapped_file::MappedFile;
 use crate::index::layout::*;
-use crate::mapped_file::MappedFile;
 
 /// What `repair` kept of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +62,7 @@ impl IndexFile {
         let file = MappedFile::create(path, geometry.file_size())?;
         // The header and slot table are written at random places: reserve them now, so a
         // full disk fails here rather than with SIGBUS on a write through the mapping.
-        crate::disk_reservation::allocate_range(file.file(), 0, geometry.entry_position(0))
+        crate::files::disk_reservation::allocate_range(file.file(), 0, geometry.entry_position(0))
             .at(path)?;
         let index = IndexFile {
             file,

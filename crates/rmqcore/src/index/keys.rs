@@ -2,7 +2,7 @@
 //! hash collisions out of query results.
 
 use crate::error::Result;
-use crate::properties::KEY_SEPARATOR;
+use crate::record::properties::KEY_SEPARATOR;
 use crate::record::{sys_flag, RecordView};
 
 /// Visit the keys a record is indexed under, in RocketMQ's order: `UNIQ_KEY`, then each

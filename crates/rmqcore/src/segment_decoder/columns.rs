@@ -14,7 +14,9 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 
-use crate::properties::{NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR, PROPERTY_TAGS};
+use crate::record::properties::{
+    NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR, PROPERTY_TAGS,
+};
 
 use super::SegmentRecord;
 
@@ -331,7 +333,7 @@ impl ColumnBatch {
                         n if n == PROPERTY_TAGS.as_bytes() => tags = Some(value),
                         n if n == PROPERTY_KEYS.as_bytes() => keys = Some(value),
                         // Storage integrity, hidden as `rmq.Store` hides it.
-                        n if n == crate::crc_property::CRC_PROPERTY_NAME.as_bytes() => {}
+                        n if n == crate::record::crc_property::CRC_PROPERTY_NAME.as_bytes() => {}
                         n => match self
                             .scratch
                             .iter_mut()
@@ -403,7 +405,7 @@ fn push_msg_id(column: &mut VarColumn, store_host: &SocketAddr, physical_offset:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::msg_id::create_msg_id;
+    use crate::record::msg_id::create_msg_id;
 
     #[test]
     fn msg_ids_match_the_engine() {

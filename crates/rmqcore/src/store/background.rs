@@ -1,8 +1,8 @@
 //! Durability and housekeeping: flushing, the checkpoint, the flush and retention
 //! threads, and a clean shutdown.
 
-use crate::checkpoint::Checkpoint;
 use crate::clock::now_millis;
+use crate::config::checkpoint::Checkpoint;
 use crate::disk_usage::DiskUsage;
 use crate::error::{Error, IoContext, Result};
 use crate::options::FlushMode;
@@ -224,6 +224,6 @@ impl StoreInner {
         self.checkpoint()?;
         self.topics().persist()?;
         fs::remove_file(abort_path(&self.root)).at(&abort_path(&self.root))?;
-        crate::atomic_file::sync_dir(&self.root)
+        crate::files::atomic_file::sync_dir(&self.root)
     }
 }

@@ -10,19 +10,19 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use crate::checkpoint::Checkpoint;
+use crate::commit_log::flush_service::FlushService;
 use crate::commit_log::CommitLog;
-use crate::consume_queue_table::ConsumeQueueTable;
-use crate::consumer_offsets::ConsumerOffsetTable;
+use crate::config::checkpoint::Checkpoint;
+use crate::config::consumer_offsets::ConsumerOffsetTable;
+use crate::config::topics::TopicConfigTable;
+use crate::consume_queue::table::ConsumeQueueTable;
 use crate::disk_usage::DiskGuard;
 use crate::error::{Error, IoContext, Result};
-use crate::flush_service::FlushService;
+use crate::files::store_lock::StoreLock;
 use crate::index::layout::IndexGeometry;
 use crate::index::IndexService;
 use crate::options::{StoreOptions, MAX_QUEUE_ID};
 use crate::recovery::{recover, RecoveryReport};
-use crate::store_lock::StoreLock;
-use crate::topic_config::TopicConfigTable;
 
 mod admin;
 mod background;
@@ -128,7 +128,7 @@ impl Store {
             // Present while the store is open; its presence at the next open means the
             // shutdown was not clean.
             fs::write(abort_path(root), std::process::id().to_string()).at(&abort_path(root))?;
-            crate::atomic_file::sync_dir(root)?;
+            crate::files::atomic_file::sync_dir(root)?;
         }
         let inner = Arc::new(StoreInner {
             root: root.to_path_buf(),

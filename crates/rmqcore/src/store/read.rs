@@ -1,8 +1,8 @@
 //! Reading: pulls by queue offset, lookups by key, msgId and time, and queue bounds.
 
 use crate::error::{Error, Result};
-use crate::message::StoredMessage;
 use crate::options::FlushMode;
+use crate::record::message::StoredMessage;
 use crate::record::RecordView;
 use crate::tag_filter::TagFilter;
 use crate::topic::validate_topic;

@@ -4,8 +4,8 @@
 use crate::clock::now_millis;
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
-use crate::message::{MessageDraft, PutResult};
 use crate::options::FlushMode;
+use crate::record::message::{MessageDraft, PutResult};
 use crate::record::RecordInput;
 use crate::topic::{validate_topic, validate_v1_topic};
 use std::sync::atomic::Ordering;

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
-use crate::segment::Segment;
+use crate::files::segment::Segment;
 
 /// Requests are sent when the writer has moved this fraction of the window past the last
 /// request, so the channel sees a few sends per window, not one per append.

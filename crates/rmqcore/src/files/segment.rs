@@ -8,9 +8,9 @@
 
 use std::path::Path;
 
-use crate::disk_reservation::ReservedPrefix;
 use crate::error::Result;
-use crate::mapped_file::MappedFile;
+use crate::files::disk_reservation::ReservedPrefix;
+use crate::files::mapped_file::MappedFile;
 
 pub const SEGMENT_NAME_DIGITS: usize = 20;
 

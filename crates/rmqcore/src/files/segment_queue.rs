@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::error::{Error, IoContext, Result};
-use crate::segment::{parse_segment_file_name, Segment};
+use crate::files::segment::{parse_segment_file_name, Segment};
 
 #[derive(Debug)]
 pub struct SegmentQueue {

@@ -22,14 +22,14 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::big_endian::{read_i32, read_i64};
-use crate::body_crc::body_crc;
-use crate::crc_property::check_crc_property;
 use crate::error::{Error, IoContext, Result};
+use crate::files::segment::{parse_segment_file_name, Segment};
+use crate::record::body_crc::body_crc;
+use crate::record::crc_property::check_crc_property;
 use crate::record::{
     decode_record, DecodeError, Decoded, RecordView, FIXED_PART_V4, MAGIC_POSITION, MAGIC_V1,
     MAGIC_V2, PHYSICAL_OFFSET_POSITION, TOTAL_SIZE_POSITION,
 };
-use crate::segment::{parse_segment_file_name, Segment};
 
 pub use columns::{Bitmap, ColumnBatch, ColumnSelection, ListColumn, MapColumn, VarColumn};
 

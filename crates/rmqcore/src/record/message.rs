@@ -4,11 +4,11 @@
 use std::borrow::Cow;
 use std::net::SocketAddr;
 
-use crate::body_crc::body_crc;
-use crate::crc_property::{CRC_PROPERTY_NAME, CRC_PROPERTY_PLACEHOLDER};
 use crate::error::{Error, Result};
-use crate::msg_id::create_msg_id;
-use crate::properties::{
+use crate::record::body_crc::body_crc;
+use crate::record::crc_property::{CRC_PROPERTY_NAME, CRC_PROPERTY_PLACEHOLDER};
+use crate::record::msg_id::create_msg_id;
+use crate::record::properties::{
     check_property_text, decode_properties, encode_properties_into, KEY_SEPARATOR,
     MAX_PROPERTIES_LENGTH, PROPERTY_KEYS, PROPERTY_TAGS,
 };

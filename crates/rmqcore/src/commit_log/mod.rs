@@ -5,18 +5,20 @@
 //! store's write lock); everything else may run concurrently with them. Readers see only
 //! records below `write_offset`, which is published after a record's bytes are written.
 
+pub mod flush_service;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::page_warmer::{PageWarmer, WarmCursor};
+use crate::files::page_warmer::{PageWarmer, WarmCursor};
+use crate::files::segment::Segment;
+use crate::files::segment_queue::SegmentQueue;
 use crate::record::{
     decode_record, encode_blank, encode_record, record_length, DecodeError, Decoded, Placement,
     RecordInput, RecordView, END_FILE_MIN_BLANK_LENGTH,
 };
-use crate::segment::Segment;
-use crate::segment_queue::SegmentQueue;
 
 /// Disk blocks of a commit-log segment are reserved this far ahead of the writer.
 const COMMIT_LOG_ALLOCATION_CHUNK: usize = 1 << 20;

@@ -2,7 +2,7 @@
 //! record's properties are `__CRC32#`, 0x01, ten decimal digits least-significant first,
 //! 0x02, covering every record byte before that region.
 
-use crate::body_crc::body_crc;
+use crate::record::body_crc::body_crc;
 use crate::record::RecordView;
 
 pub const CRC_PROPERTY_NAME: &str = "__CRC32#";

@@ -62,7 +62,7 @@ pub fn read_with_backup<T>(path: &Path, parse: impl Fn(&str) -> Option<T>) -> Re
 /// it nor its backup can be parsed from is an error, never silently replaced.
 pub fn load_json_config<T: serde::de::DeserializeOwned + Default>(path: &Path) -> Result<T> {
     let parsed = read_with_backup(path, |text| {
-        serde_json::from_str(&crate::lenient_json::quote_bare_integer_keys(text)).ok()
+        serde_json::from_str(&crate::config::lenient_json::quote_bare_integer_keys(text)).ok()
     })?;
     match parsed {
         Some(value) => Ok(value),

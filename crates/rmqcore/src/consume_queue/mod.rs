@@ -6,15 +6,17 @@
 //! writer; lookups run concurrently and see entries below `max_offset`, published after
 //! the entry bytes are written.
 
+pub mod table;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use crate::big_endian::{read_i32, read_i64, write_i32, write_i64};
 use crate::error::{Error, Result};
-use crate::page_warmer::{PageWarmer, WarmCursor};
-use crate::segment::Segment;
-use crate::segment_queue::SegmentQueue;
+use crate::files::page_warmer::{PageWarmer, WarmCursor};
+use crate::files::segment::Segment;
+use crate::files::segment_queue::SegmentQueue;
 
 pub const ENTRY_SIZE: usize = 20;
 /// Disk blocks of a queue file are reserved this far ahead of the writer: small, so a

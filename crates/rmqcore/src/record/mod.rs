@@ -4,12 +4,21 @@
 //! Field positions up to the born host are fixed; the rest shift by 12 bytes for each
 //! IPv6 host, so they are computed from the sys flag rather than named as constants.
 
+pub mod body_crc;
+pub mod crc_property;
+pub mod host;
+pub mod message;
+pub mod msg_id;
+pub mod properties;
+
 use std::cell::OnceCell;
 use std::net::SocketAddr;
 
 use crate::big_endian::{read_i16, read_i32, read_i64, write_i16, write_i32, write_i64};
-use crate::host::{decode_host, encode_host, encoded_length, IPV4_HOST_LENGTH, IPV6_HOST_LENGTH};
-use crate::properties::{find_property, DispatchProperties, KEY_SEPARATOR};
+use crate::record::host::{
+    decode_host, encode_host, encoded_length, IPV4_HOST_LENGTH, IPV6_HOST_LENGTH,
+};
+use crate::record::properties::{find_property, DispatchProperties, KEY_SEPARATOR};
 
 pub const MAGIC_V1: i32 = 0xDAA3_20A7_u32 as i32;
 pub const MAGIC_V2: i32 = 0xDAA3_20AB_u32 as i32;
@@ -171,7 +180,7 @@ pub fn encode_record(buf: &mut [u8], input: &RecordInput<'_>, placement: Placeme
     buf[at..at + input.properties.len()].copy_from_slice(input.properties);
     debug_assert_eq!(at + input.properties.len(), length);
     // Last, because the CRC property covers every byte before it (format §1.5).
-    crate::crc_property::fill_crc_property(buf, input.properties.len());
+    crate::record::crc_property::fill_crc_property(buf, input.properties.len());
 }
 
 /// Write the end-of-segment blank: only its size and magic (format §1.2).
@@ -399,7 +408,7 @@ pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, De
     let body = &record[body_at..body_at + body_length];
     let body_crc = read_i32(record, BODY_CRC_POSITION);
     if check_body_crc && !body.is_empty() {
-        let computed = crate::body_crc::body_crc(body);
+        let computed = crate::record::body_crc::body_crc(body);
         if computed != body_crc {
             return Err(DecodeError::BodyCrcMismatch {
                 stored: body_crc,
@@ -427,7 +436,9 @@ pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, De
         properties: &record[properties_at..properties_at + properties_length],
         dispatch_properties: OnceCell::new(),
     };
-    if check_body_crc && crate::crc_property::check_crc_property(&view, record) == Some(false) {
+    if check_body_crc
+        && crate::record::crc_property::check_crc_property(&view, record) == Some(false)
+    {
         return Err(DecodeError::RecordCrcMismatch);
     }
     Ok(Decoded::Record(view))
