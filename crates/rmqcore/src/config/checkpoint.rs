@@ -20,7 +20,12 @@ const CONFIRM_PHY_OFFSET_AT: usize = 32;
 const RMQ_MAGIC_AT: usize = 512;
 const RMQ_FLUSHED_OFFSET_AT: usize = RMQ_MAGIC_AT + 8;
 const RMQ_RECORD_CRC_AT: usize = RMQ_FLUSHED_OFFSET_AT + 8;
-const RMQ_MAGIC: i64 = i64::from_be_bytes(*b"RMQCKPT1");
+/// A copy of the physic timestamp at 0: when a RocketMQ broker has written the store since
+/// rmq did, the two differ and rmq's fields are stale.
+const RMQ_WITNESS_AT: usize = RMQ_RECORD_CRC_AT + 8;
+const RMQ_MAGIC: i64 = i64::from_be_bytes(*b"RMQCKPT2");
+/// Written by rmq before the witness: trusted as it is.
+const RMQ_MAGIC_WITHOUT_WITNESS: i64 = i64::from_be_bytes(*b"RMQCKPT1");
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Checkpoint {
@@ -30,8 +35,7 @@ pub struct Checkpoint {
     pub logics_msg_timestamp: i64,
     /// End time of the last full, flushed index file.
     pub index_msg_timestamp: i64,
-    /// Commit-log offset up to which everything was flushed (RocketMQ's master flushed
-    /// offset field).
+    /// RocketMQ 5's HA field (the master's flushed offset); rmq writes 0.
     pub master_flushed_offset: i64,
     pub confirm_phy_offset: i64,
     /// rmq only: every commit-log byte below this offset was flushed, and the consume
@@ -69,6 +73,7 @@ impl Checkpoint {
         if let Some(offset) = self.flushed_offset {
             write_i64(&mut bytes, RMQ_MAGIC_AT, RMQ_MAGIC);
             write_i64(&mut bytes, RMQ_FLUSHED_OFFSET_AT, offset);
+            write_i64(&mut bytes, RMQ_WITNESS_AT, self.physic_msg_timestamp);
             write_i64(
                 &mut bytes,
                 RMQ_RECORD_CRC_AT,
@@ -88,15 +93,22 @@ impl Checkpoint {
                 0
             }
         };
+        let physic_msg_timestamp = field(PHYSIC_MSG_TIMESTAMP_AT);
+        // rmq's fields count only while they describe the store as it is: not after a
+        // RocketMQ broker wrote to it (the timestamp at 0 moved, the witness did not).
+        let rmq_fields_current = match field(RMQ_MAGIC_AT) {
+            RMQ_MAGIC => field(RMQ_WITNESS_AT) == physic_msg_timestamp,
+            RMQ_MAGIC_WITHOUT_WITNESS => true,
+            _ => false,
+        };
         Checkpoint {
-            physic_msg_timestamp: field(PHYSIC_MSG_TIMESTAMP_AT),
+            physic_msg_timestamp,
             logics_msg_timestamp: field(LOGICS_MSG_TIMESTAMP_AT),
             index_msg_timestamp: field(INDEX_MSG_TIMESTAMP_AT),
             master_flushed_offset: field(MASTER_FLUSHED_OFFSET_AT),
             confirm_phy_offset: field(CONFIRM_PHY_OFFSET_AT),
-            records_carry_crc: field(RMQ_MAGIC_AT) == RMQ_MAGIC && field(RMQ_RECORD_CRC_AT) == 1,
-            flushed_offset: (field(RMQ_MAGIC_AT) == RMQ_MAGIC)
-                .then(|| field(RMQ_FLUSHED_OFFSET_AT)),
+            records_carry_crc: rmq_fields_current && field(RMQ_RECORD_CRC_AT) == 1,
+            flushed_offset: rmq_fields_current.then(|| field(RMQ_FLUSHED_OFFSET_AT)),
         }
     }
 
@@ -155,5 +167,30 @@ mod tests {
         );
         assert_eq!(Checkpoint::load(dir.path()).unwrap(), checkpoint);
         assert_eq!(checkpoint.min_timestamp(), 1000);
+    }
+
+    #[test]
+    fn fields_a_rocketmq_broker_made_stale_are_ignored() {
+        let rmq = Checkpoint {
+            physic_msg_timestamp: 1_700_000_000_000,
+            logics_msg_timestamp: 1_700_000_000_000,
+            flushed_offset: Some(4096),
+            records_carry_crc: true,
+            ..Checkpoint::default()
+        };
+        let mut bytes = rmq.encode();
+        assert_eq!(Checkpoint::decode(&bytes), rmq);
+        // RocketMQ's StoreCheckpoint.flush rewrites bytes 0-39 only.
+        write_i64(&mut bytes, PHYSIC_MSG_TIMESTAMP_AT, 1_700_000_009_000);
+        let after = Checkpoint::decode(&bytes);
+        assert_eq!(
+            (after.flushed_offset, after.records_carry_crc),
+            (None, false)
+        );
+        // A file from an rmq before the witness is trusted as before.
+        let mut old = rmq.encode();
+        write_i64(&mut old, RMQ_MAGIC_AT, RMQ_MAGIC_WITHOUT_WITNESS);
+        write_i64(&mut old, RMQ_WITNESS_AT, 0);
+        assert_eq!(Checkpoint::decode(&old).flushed_offset, Some(4096));
     }
 }

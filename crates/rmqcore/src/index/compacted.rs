@@ -1,7 +1,7 @@
 //! The compacted form of a sealed index file: rmq's own read-optimised copy, kept under
 //! `index_compacted/<same name>` beside the RocketMQ-format file (which stays in `index/`
-//! for RocketMQ brokers and tools). The idea is RocketMQ's tiered-store index (format
-//! §7.4): each slot's entries lie contiguously, newest first, and the slot records where
+//! for RocketMQ brokers and tools). The idea is RocketMQ's tiered-store index; the layout
+//! is format §3.7: each slot's entries lie contiguously, newest first, and the slot records where
 //! that run starts and how long it is, so a lookup is one slot read plus one contiguous
 //! read instead of a walk that touches a random page per entry.
 //!

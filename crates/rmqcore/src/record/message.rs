@@ -221,7 +221,7 @@ pub struct PutResult {
 }
 
 impl PutResult {
-    /// RocketMQ's offset message id (format §1.7), formed on demand: most callers of a
+    /// RocketMQ's offset message id (format §1.4), formed on demand: most callers of a
     /// batch put never look at it.
     pub fn msg_id(&self) -> String {
         create_msg_id(&self.store_host, self.commitlog_offset)
