@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 
+from rmq._rmqcore import ReceivedMessage
 from rmq.cli.output_format import (
     FORMATS,
     OLD_NAMES,
@@ -21,7 +22,6 @@ from rmq.cli.output_format import (
 )
 from rmq.client.connect import add_connection_arguments, client_from_args
 from rmq.client.consumer import Consumer
-from rmq.client.messages import ReceivedMessage
 from rmq.errors import RmqError
 
 

@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Protocol
 
-from rmq.client.messages import ReceivedMessage
+from rmq._rmqcore import ReceivedMessage
 
 Render = Callable[[ReceivedMessage], bytes]
 

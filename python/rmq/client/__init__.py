@@ -10,10 +10,10 @@ with client.consumer("billing", "orders") as consumer:
     consumer.commit()
 """
 
-from rmq._rmqcore import SendFuture
+from rmq._rmqcore import ReceivedMessage, SendFuture
 from rmq.client.client import DEFAULT_ENDPOINT, Client
 from rmq.client.consumer import Consumer
-from rmq.client.messages import QueueInfo, ReceivedMessage, SendResult, ShardProcessInfo, TopicRoute
+from rmq.client.messages import QueueInfo, SendResult, ShardProcessInfo, TopicRoute
 from rmq.client.producer import Producer
 from rmq.errors import (
     AuthenticationError,

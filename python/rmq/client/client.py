@@ -6,25 +6,19 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
+from rmq._rmqcore import ReceivedMessage
 from rmq.client.channels import Credentials, open_channel
-from rmq.client.messages import (
-    QueueInfo,
-    ReceivedMessage,
-    ShardProcessInfo,
-    TopicRoute,
-)
+from rmq.client.consumer import Consumer
+from rmq.client.messages import QueueInfo, ShardProcessInfo, TopicRoute
+from rmq.client.producer import Producer
 from rmq.client.status import RETRYABLE, from_rpc_error
 from rmq.errors import BrokerNotFoundError
 from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
-
-if TYPE_CHECKING:
-    from rmq.client.consumer import Consumer
-    from rmq.client.producer import Producer
 
 DEFAULT_ENDPOINT = "127.0.0.1:8081"
 
@@ -270,15 +264,11 @@ class Client:
 
     def producer(self, **options: Any) -> Producer:
         """A batching producer; see :class:`rmq.client.Producer` for the options."""
-        from rmq.client.producer import Producer
-
         return Producer(self, **options)
 
     def consumer(self, group: str, topic: str, **options: Any) -> Consumer:
         """A consumer of every queue of ``topic`` for ``group``; see
         :class:`rmq.client.Consumer` for the options."""
-        from rmq.client.consumer import Consumer
-
         return Consumer(self, group, topic, **options)
 
     def close(self) -> None:

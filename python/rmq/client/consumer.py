@@ -30,7 +30,7 @@ import grpc
 
 from rmq import errors
 from rmq._rmqcore import ReceivedMessage, decode_pull_response
-from rmq.client.client import Client
+from rmq.client.connection import Connection
 from rmq.client.status import RETRYABLE, from_rpc_error
 from rmq.errors import BrokerDataLossError, BrokerError, BrokerOutOfRangeError
 from rmq.proto.v1 import broker_pb2 as pb
@@ -71,7 +71,7 @@ class Consumer:
 
     def __init__(
         self,
-        client: Client,
+        client: Connection,
         group: str,
         topic: str,
         *,

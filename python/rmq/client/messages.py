@@ -1,16 +1,16 @@
-"""Plain values the client hands out. ``ReceivedMessage`` (a message a consumer pulled or
-a lookup found) is the engine's, read from the response's bytes."""
+"""Plain values the client hands out. (A message a consumer pulled or a lookup found is
+the engine's ``rmq._rmqcore.ReceivedMessage``, read from the response's bytes.)
+
+The engine's producer makes its ``SendResult`` by importing it from here: keep it here.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rmq._rmqcore import ReceivedMessage
 from rmq.proto.v1 import broker_pb2 as pb
 
-__all__ = [
-    "QueueInfo", "QueueRoute", "ReceivedMessage", "SendResult", "ShardProcessInfo", "TopicRoute",
-]  # fmt: skip
+__all__ = ["QueueInfo", "QueueRoute", "SendResult", "ShardProcessInfo", "TopicRoute"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ import grpc
 
 from rmq import errors
 from rmq._rmqcore import OutgoingBatch, ProducerCore, SendFuture, encode_send_batches
-from rmq.client.client import Client
+from rmq.client.connection import Connection
 from rmq.client.messages import SendResult
 from rmq.client.status import RETRYABLE, from_rpc_error, from_status
 from rmq.errors import BrokerError
@@ -57,7 +57,7 @@ class Producer(ProducerCore):
 
     def __init__(
         self,
-        client: Client,
+        client: Connection,
         *,
         batch_max_messages: int = 2048,
         batch_max_bytes: int = 1024 * 1024,
