@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench import readme
-from bench.harness import DEFAULT_RESULTS, DEFAULT_WORK, SIZES, Context, run_benchmark
+from bench.basics import DEFAULT_RESULTS, DEFAULT_WORK
+from bench.harness import SIZES, Context, run_benchmark
 
 # Benchmark name -> module with ``build(ctx) -> Benchmark``, in the order they run.
 BENCHMARKS = {
@@ -112,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
             summary.append((name, f"harness error: {type(exc).__name__}: {exc}"))
     if ctx.results_dir == DEFAULT_RESULTS.resolve():
-        readme.update(ctx.results_dir)
+        readme.update(ctx.results_dir, list(BENCHMARKS))
     print(f"\n== done in {time.time() - started:.0f} s; results in {ctx.results_dir}")
     for name, status in summary:
         print(f"   {name:10s} {status}")

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.basics import DEFAULT_WORK
 from bench.harness import (
-    DEFAULT_WORK,
     Benchmark,
     Case,
     Context,

@@ -32,18 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_DIR = BENCH_DIR.parent
-DEFAULT_RESULTS = BENCH_DIR / "results"
-DEFAULT_WORK = BENCH_DIR / ".work"
+from bench.basics import REPO_DIR, NotMeasurable
 
 SIZES = ("tiny", "quick", "full")
 
 Metrics = dict[str, float]
-
-
-class NotMeasurable(Exception):
-    """This system (or the whole benchmark) cannot be measured here yet; the message says why."""
 
 
 @dataclass

@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.harness import BENCH_DIR
+from bench.basics import BENCH_DIR
 
 START = "<!-- results:start (written by python -m bench; do not edit by hand) -->"
 END = "<!-- results:end -->"
 
 
-def section(results_dir: Path) -> str:
-    from bench.cli import BENCHMARKS
-
+def section(results_dir: Path, names: list[str]) -> str:
+    """The results of the benchmarks ``names``, in that order, between the markers."""
     parts = [START, ""]
-    for name in BENCHMARKS:
+    for name in names:
         path = results_dir / f"{name}.json"
         if not path.exists():
             parts.append(f"### `{name}`\n\nNot run yet.\n")
@@ -33,11 +32,12 @@ def section(results_dir: Path) -> str:
     return "\n".join(parts)
 
 
-def update(results_dir: Path) -> None:
+def update(results_dir: Path, names: list[str]) -> None:
+    """Rewrite README.md's results section with the results of ``names``."""
     readme = BENCH_DIR / "README.md"
     text = readme.read_text() if readme.exists() else f"# Benchmarks\n\n{START}\n{END}\n"
     if START not in text or END not in text:
         text = text.rstrip() + f"\n\n## Latest results\n\n{START}\n{END}\n"
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(head + section(results_dir) + tail)
+    readme.write_text(head + section(results_dir, names) + tail)

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from bench.harness import NotMeasurable
+from bench.basics import NotMeasurable
 
 
 def main() -> int:

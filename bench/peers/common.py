@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import NotMeasurable
+from bench.basics import NotMeasurable
 
 PEERS_DIR = Path(__file__).resolve().parent
 CACHE = PEERS_DIR / ".cache"

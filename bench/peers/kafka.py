@@ -14,7 +14,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from bench.harness import DEFAULT_WORK, NotMeasurable
+from bench.basics import DEFAULT_WORK, NotMeasurable
 from bench.peers.common import (
     fetch_jars,
     free_port,

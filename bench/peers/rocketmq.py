@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import DEFAULT_WORK, NotMeasurable
+from bench.basics import DEFAULT_WORK, NotMeasurable
 from bench.peers.common import (
     bench_result,
     compile_java,
