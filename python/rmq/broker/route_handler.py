@@ -1,7 +1,8 @@
 """What the supervisor's Route service does: routes, topic admin, the cluster view.
 
-The handler speaks protobuf on one side and a :class:`Cluster` (the supervisor, or a
-test double) on the other; it knows nothing of processes or files.
+The handler speaks protobuf on one side and a :class:`Cluster` (the supervisor's
+:class:`rmq.cluster.route_service.RouteService`, or a test double) on the other; it
+knows nothing of processes or files.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class ProcessInfo:
 
 
 class Cluster(Protocol):
-    """The supervisor as the Route service sees it."""
+    """The broker's topics and shard processes as the Route service sees them."""
 
     @property
     def data_dir(self) -> str: ...

@@ -122,7 +122,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from rmq.cluster.supervisor import ServeConfig, serve
+    from rmq.cluster.config import ServeConfig
+    from rmq.cluster.supervisor import serve
 
     logging.basicConfig(
         level=args.log_level.upper(),

@@ -1,6 +1,7 @@
 """The broker's processes: the supervisor and its shard processes (no RPC code here
 beyond starting servers built by :mod:`rmq.broker`)."""
 
-from rmq.cluster.supervisor import ServeConfig, StartError, Supervisor, serve
+from rmq.cluster.config import ServeConfig
+from rmq.cluster.supervisor import StartError, Supervisor, serve
 
 __all__ = ["ServeConfig", "StartError", "Supervisor", "serve"]

@@ -1,10 +1,15 @@
-"""The supervisor: starts the shard processes, serves routes and topic admin, restarts a
-shard process that dies, and stops everything cleanly.
+"""The supervisor: starts the shard processes, restarts one that dies, and stops
+everything cleanly; once every shard process serves, it serves the Route service.
 
-``rmq serve`` builds a :class:`ServeConfig` and calls :func:`serve`. The supervisor holds
-``DIR/supervisor.lock`` so that two brokers never share a data directory, keeps the
-queue assignment in ``DIR/routes.json`` (see :mod:`rmq.cluster.routes`) and describes the
-running broker in ``DIR/serve.json`` (endpoints and pids) while it runs.
+``rmq serve`` builds a :class:`rmq.cluster.config.ServeConfig` and calls :func:`serve`.
+The supervisor holds ``DIR/supervisor.lock`` so that two brokers never share a data
+directory, loads the queue assignment from ``DIR/routes.json`` (see
+:mod:`rmq.cluster.routes`) and describes the running broker in ``DIR/serve.json``
+(endpoints and pids) while it runs.
+
+Routes and topic admin are :mod:`rmq.cluster.route_service`; the supervisor's own calls
+to its shard processes (host or drop a topic, a queue's offsets) are
+:mod:`rmq.cluster.shard_admin`.
 """
 
 from __future__ import annotations
@@ -16,27 +21,20 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
-
-import grpc
-from grpc_health.v1 import health_pb2
+from typing import IO
 
 from rmq import errors
-from rmq.broker.route_handler import ProcessInfo, RouteHandler
-from rmq.broker.server import LOOPBACK, Security, build_server
-from rmq.broker.servicer import ROUTE_SERVICE, SHARD_SERVICE, route_service
-from rmq.broker.validation import Limits
-from rmq.client.channels import Credentials, open_channel
+from rmq.broker.route_handler import ProcessInfo
+from rmq.broker.server import Security
+from rmq.client.channels import Credentials
+from rmq.cluster.config import ServeConfig
 from rmq.cluster.files import write_json_atomically
 from rmq.cluster.ports import Plan, bind_problem
 from rmq.cluster.process import ShardProcess, ShardSettings
 from rmq.cluster.protocol import EXIT_CANNOT_LISTEN
+from rmq.cluster.route_service import RouteService
 from rmq.cluster.routes import FILE_NAME, RouteTable, processes_for, shard_directories
-from rmq.proto.v1 import broker_pb2 as pb
-from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
+from rmq.cluster.shard_admin import ShardAdmin
 
 log = logging.getLogger("rmq.supervisor")
 
@@ -48,28 +46,6 @@ STOP_TIMEOUT = 20.0
 STABLE_AFTER = 10.0
 MIN_BACKOFF = 0.2
 MAX_BACKOFF = 10.0
-ADMIN_TIMEOUT = 30.0
-
-
-@dataclass
-class ServeConfig:
-    data_dir: Path
-    shards: int
-    host: str = LOOPBACK
-    port: int = 8081
-    # Ports of the shard processes; None means port+1, port+2, ... (or any free port
-    # when port is 0).
-    shard_ports: Sequence[int] | None = None
-    flush: str | None = None
-    store_options: dict[str, Any] = field(default_factory=dict)
-    limits: Limits = field(default_factory=Limits)
-    token: str | None = None
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    # Name checked in the certificate when the supervisor calls its shards over TLS.
-    tls_server_name: str | None = None
-    max_workers: int = 64
-    log_level: str = "INFO"
 
 
 class State(enum.Enum):
@@ -91,91 +67,34 @@ class _Slot:
         self.state = State.STOPPED
         self.restart_at = 0.0
         self.backoff = MIN_BACKOFF
-        self.channel: grpc.Channel | None = None
-        self.stub: pb_grpc.ShardStub | None = None
 
 
 class Supervisor:
-    """The Cluster the Route service talks to. Admin calls are serialized by a lock; the
-    monitor thread is the only one that starts and stops processes."""
+    """Runs the shard processes and, once they serve, the Route service. The monitor
+    thread is the only one that starts and stops processes."""
 
     def __init__(self, config: ServeConfig) -> None:
         if config.shards < 1:
             raise StartError(f"--shards is {config.shards}; at least one shard is needed")
         self.config = config
         self._data_dir = config.data_dir.resolve()
-        self._admin_lock = threading.Lock()
         self._stop = threading.Event()
         self._lock_file: IO[str] | None = None
         self._slots: list[_Slot] = []
         self._routes = RouteTable(self._data_dir / FILE_NAME)
         self._ports = Plan(config.host, config.port, config.shards, config.shard_ports)
-        self._server: grpc.Server | None = None
-        self._health: Any = None
-        self.endpoint = ""
-        self._credentials = Credentials(
-            token=config.token,
-            tls_root_cert=config.tls_cert.read_bytes() if config.tls_cert else None,
-            server_name=config.tls_server_name,
-        )
-
-    # ---- Cluster protocol (for RouteHandler) ----
-
-    @property
-    def data_dir(self) -> str:
-        return str(self._data_dir)
-
-    def topics(self) -> list[str]:
-        return self._routes.topics()
-
-    def layout(self, topic: str) -> Sequence[int]:
-        return self._routes.layout(topic)
-
-    def endpoint_of(self, shard: int) -> str:
-        return self._slot_of(shard).process.endpoint
-
-    def _slot_of(self, shard: int) -> _Slot:
-        for slot in self._slots:
-            if shard in slot.process.shards:
-                return slot
-        raise errors.NotFoundError(f"no shard process serves shard directory {shard}")
-
-    def create_topic(self, topic: str, queues: int) -> Sequence[int]:
-        with self._admin_lock:
-            try:
-                before = self._routes.layout(topic)
-            except errors.NotFoundError:
-                before = []
-            if len(before) >= queues:
-                return before
-            candidates = [slot.process.index for slot in self._slots]
-            layout = self._routes.grow(topic, queues, candidates)
-            self._routes.save()
-            log.info("topic %s: %d queues on shards %s", topic, len(layout), layout)
-            self._push(topic, layout)
-            return layout
-
-    def delete_topic(self, topic: str) -> None:
-        with self._admin_lock:
-            self._routes.remove(topic)
-            self._routes.save()
-            log.info("deleted topic %s", topic)
-            for slot in self._serving():
-                self._call(slot, "DropTopic", pb.DropTopicRequest(topic=topic))
-
-    def queue_offsets(self, topic: str, queue_id: int) -> tuple[int, int]:
-        layout = self._routes.layout(topic)
-        slot = self._slot_of(layout[queue_id])
-        try:
-            response = self._call(
-                slot, "QueueOffsets", pb.QueueOffsetsRequest(topic=topic, queue_id=queue_id)
+        self._admin = ShardAdmin(
+            Credentials(
+                token=config.token,
+                tls_root_cert=config.tls_cert.read_bytes() if config.tls_cert else None,
+                server_name=config.tls_server_name,
             )
-        except errors.RmqError:
-            return -1, -1
-        assert isinstance(response, pb.QueueOffsetsResponse)
-        return response.min_offset, response.max_offset
+        )
+        self._route_service: RouteService | None = None
+        self.endpoint = ""
 
     def processes(self) -> list[ProcessInfo]:
+        """Each shard process: where it listens, its shard directories, whether it serves."""
         return [
             ProcessInfo(
                 process=slot.process.index,
@@ -187,50 +106,6 @@ class Supervisor:
             )
             for slot in self._slots
         ]
-
-    # ---- talking to shard processes ----
-
-    def _serving(self) -> list[_Slot]:
-        return [slot for slot in self._slots if slot.state is State.SERVING]
-
-    def _call(self, slot: _Slot, method: str, request: Any) -> Any:
-        if slot.stub is None:
-            raise errors.StoreClosedError(f"shard process {slot.process.index} is not running")
-        try:
-            return getattr(slot.stub, method)(
-                request, timeout=ADMIN_TIMEOUT, metadata=self._credentials.metadata
-            )
-        except grpc.RpcError as error:
-            code = error.code()
-            message = f"shard process {slot.process.index}: {error.details()}"
-            if code is grpc.StatusCode.INVALID_ARGUMENT:
-                raise errors.InvalidArgumentError(message) from error
-            if code is grpc.StatusCode.NOT_FOUND:
-                raise errors.NotFoundError(message) from error
-            if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
-                raise errors.DiskFullError(message) from error
-            if code is grpc.StatusCode.UNAVAILABLE:
-                raise errors.StoreClosedError(message) from error
-            raise errors.RmqError(message) from error
-
-    def _push(self, topic: str, layout: Sequence[int]) -> None:
-        """Tell every serving process about ``topic``; a process that is (re)starting reads
-        routes.json itself and gets every topic again once it serves."""
-        request = pb.HostTopicRequest(topic=topic)
-        for queue_id, shard in enumerate(layout):
-            request.queues.add(queue_id=queue_id, shard=shard)
-        for slot in self._serving():
-            try:
-                self._call(slot, "HostTopic", request)
-            except errors.StoreClosedError as error:
-                log.warning("could not tell about topic %s: %s", topic, error)
-
-    def _push_all(self, slot: _Slot) -> None:
-        for topic, layout in self._routes.layouts().items():
-            request = pb.HostTopicRequest(topic=topic)
-            for queue_id, shard in enumerate(layout):
-                request.queues.add(queue_id=queue_id, shard=shard)
-            self._call(slot, "HostTopic", request)
 
     # ---- lifecycle ----
 
@@ -299,32 +174,23 @@ class Supervisor:
             ) from error
 
     def _start_server(self) -> None:
+        """Serve the Route service (routes and topic admin) on ``--port``."""
         config = self.config
         security = Security(
             token=config.token,
             tls_cert=config.tls_cert.read_bytes() if config.tls_cert else None,
             tls_key=config.tls_key.read_bytes() if config.tls_key else None,
         )
+        service = RouteService(self._data_dir, self._routes, self._admin, self.processes)
         try:
-            server, port, health = build_server(
-                [route_service(RouteHandler(self, config.limits))],
-                host=config.host,
-                port=config.port,
-                security=security,
-                limits=config.limits,
-                max_workers=16,
-            )
+            endpoint = service.listen(config.host, config.port, security, config.limits)
         except (OSError, RuntimeError) as error:
             # Taken since start() checked it (gRPC's own message names no reason).
             reason = bind_problem(config.host, config.port) or "gRPC could not bind it"
             raise StartError(self._ports.problem(None, config.port, reason)) from error
-        server.start()
-        self._server, self._health = server, health
-        host = config.host
-        self.endpoint = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        health.set("", health_pb2.HealthCheckResponse.SERVING)
-        health.set(ROUTE_SERVICE, health_pb2.HealthCheckResponse.SERVING)
-        self._update_shard_health()
+        self._route_service = service
+        service.serve(shards_serving=self._all_serving())
+        self.endpoint = endpoint
         log.info(
             "rmq broker serving routes on %s; %d shard processes on %s",
             self.endpoint,
@@ -332,15 +198,12 @@ class Supervisor:
             ", ".join(slot.process.endpoint for slot in self._slots),
         )
 
+    def _all_serving(self) -> bool:
+        return all(slot.state is State.SERVING for slot in self._slots)
+
     def _update_shard_health(self) -> None:
-        if self._health is not None:
-            all_serving = all(slot.state is State.SERVING for slot in self._slots)
-            self._health.set(
-                SHARD_SERVICE,
-                health_pb2.HealthCheckResponse.SERVING
-                if all_serving
-                else health_pb2.HealthCheckResponse.NOT_SERVING,
-            )
+        if self._route_service is not None:
+            self._route_service.set_shards_serving(self._all_serving())
 
     def _write_state(self) -> None:
         state = {
@@ -374,10 +237,10 @@ class Supervisor:
             process = slot.process
             if slot.state is State.STARTING:
                 if process.ready():
-                    self._connect(slot)
+                    self._admin.connect(process.index, process.endpoint)
                     try:
                         if not initial:
-                            self._push_all(slot)
+                            self._admin.host_all(process.index, self._routes.layouts())
                     except errors.RmqError as error:
                         log.warning("shard process %d: %s", process.index, error)
                     slot.state = State.SERVING
@@ -413,12 +276,6 @@ class Supervisor:
             self._update_shard_health()
             self._write_state()
 
-    def _connect(self, slot: _Slot) -> None:
-        if slot.channel is not None:
-            slot.channel.close()
-        slot.channel = open_channel(slot.process.endpoint, self._credentials)
-        slot.stub = pb_grpc.ShardStub(slot.channel)
-
     def _schedule_restart(self, slot: _Slot, now: float) -> None:
         process = slot.process
         lived = now - process.started_at
@@ -444,11 +301,9 @@ class Supervisor:
     def stop(self) -> None:
         """Stop serving routes, then each shard process (SIGTERM, then SIGKILL)."""
         self._stop.set()
-        started = self._server is not None or any(slot.process.pid for slot in self._slots)
-        if self._health is not None:
-            self._health.enter_graceful_shutdown()
-        if self._server is not None:
-            self._server.stop(grace=2).wait()
+        started = self._route_service is not None or any(slot.process.pid for slot in self._slots)
+        if self._route_service is not None:
+            self._route_service.stop()
         for slot in self._slots:
             slot.process.terminate()
         for slot in self._slots:
@@ -459,8 +314,7 @@ class Supervisor:
             if slot.process.pid:
                 log.info("shard process %d %s", slot.process.index, slot.process.describe_exit())
             slot.state = State.STOPPED
-            if slot.channel is not None:
-                slot.channel.close()
+            self._admin.disconnect(slot.process.index)
         (self._data_dir / STATE_FILE).unlink(missing_ok=True)
         if self._lock_file is not None:
             self._lock_file.close()
