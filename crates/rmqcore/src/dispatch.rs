@@ -8,8 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::consume_queue::table::ConsumeQueueTable;
-use crate::consume_queue::{ConsumeQueue, CqEntry};
+use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore, CqEntry};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::PageWarmer;
 use crate::index::{IndexBatch, IndexService};
@@ -31,7 +30,7 @@ const MAX_RUN: usize = 4096;
 
 /// Consecutive entries of one queue, not yet appended.
 struct QueueRun {
-    queue: Arc<ConsumeQueue>,
+    queue: Arc<dyn ConsumeQueue>,
     topic: Vec<u8>,
     queue_id: i32,
     first_offset: i64,
@@ -48,7 +47,7 @@ impl QueueRun {
 }
 
 pub struct Dispatcher<'a> {
-    queues: &'a ConsumeQueueTable,
+    queues: &'a dyn ConsumeQueueStore,
     index: IndexBatch<'a>,
     /// Faults in consume-queue pages ahead of the writer (the append path only).
     warmer: Option<&'a PageWarmer>,
@@ -56,7 +55,7 @@ pub struct Dispatcher<'a> {
 }
 
 impl<'a> Dispatcher<'a> {
-    pub fn new(queues: &'a ConsumeQueueTable, index: &'a IndexService) -> Self {
+    pub fn new(queues: &'a dyn ConsumeQueueStore, index: &'a IndexService) -> Self {
         Dispatcher {
             queues,
             index: index.batch(),
@@ -101,7 +100,7 @@ impl<'a> Dispatcher<'a> {
         }
         if view.queue_offset > max && max > queue.min_offset() {
             return Err(Error::corrupt(
-                queue.dir(),
+                queue.location(),
                 0,
                 format!(
                     "record at commit-log offset {} has queue offset {} but queue {}/{} ends at {max}",
@@ -152,5 +151,6 @@ pub fn queue_entry_of(view: &RecordView<'_>) -> CqEntry {
         commitlog_offset: view.physical_offset,
         size: i32::try_from(view.total_size).expect("record sizes fit i32"),
         tags_code: tags_code_of(view),
+        store_timestamp: view.store_timestamp,
     }
 }

@@ -122,7 +122,7 @@ pub fn get_by_msg_id(
 /// within a queue are taken to be non-decreasing, as RocketMQ does.
 pub fn offset_for_time(
     commit_log: &CommitLog,
-    queue: Option<&ConsumeQueue>,
+    queue: Option<&dyn ConsumeQueue>,
     readable_end: u64,
     timestamp: i64,
 ) -> Result<i64> {
@@ -134,7 +134,7 @@ pub fn offset_for_time(
     let entry_at = |offset: i64| {
         queue.entry(offset).ok_or_else(|| {
             Error::corrupt(
-                queue.dir(),
+                queue.location(),
                 (offset.max(0) as u64) * 20,
                 format!("queue entry {offset} missing inside [{min}, {max})"),
             )

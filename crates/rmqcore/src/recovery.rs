@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use crate::commit_log::{CommitLog, ScanEnd};
 use crate::config::checkpoint::Checkpoint;
-use crate::consume_queue::table::ConsumeQueueTable;
+use crate::consume_queue::ConsumeQueueStore;
 use crate::dispatch::{Dispatched, Dispatcher};
 use crate::error::Result;
 use crate::index::IndexService;
@@ -61,7 +61,7 @@ pub struct RecoveryReport {
 /// checking or dispatching.
 fn scan_start(
     commit_log: &CommitLog,
-    queues: &ConsumeQueueTable,
+    queues: &dyn ConsumeQueueStore,
     checkpoint: &Checkpoint,
     clean: bool,
 ) -> (u64, String) {
@@ -120,7 +120,7 @@ fn scan_start(
 /// Recover the log and queues. In read-only mode files are left as they are.
 pub fn recover(
     commit_log: &CommitLog,
-    queues: &ConsumeQueueTable,
+    queues: &dyn ConsumeQueueStore,
     checkpoint: &Checkpoint,
     abort_file_found: bool,
     writable: bool,
@@ -139,9 +139,7 @@ pub fn recover(
     // that were lost.
     let mut consume_queue_entries_removed = 0;
     if writable {
-        for queue in queues.all() {
-            consume_queue_entries_removed += queue.truncate_from_physical(start as i64)?;
-        }
+        consume_queue_entries_removed += queues.truncate_from_physical(start as i64)?;
     }
 
     // Each record must continue its queue exactly: the body CRC does not cover the
@@ -189,9 +187,7 @@ pub fn recover(
         commit_log.truncate(valid_end)?;
     } else {
         // Read-only: entries past the valid end are hidden, files stay as they are.
-        for queue in queues.all() {
-            consume_queue_entries_removed += queue.truncate_from_physical(valid_end as i64)?;
-        }
+        consume_queue_entries_removed += queues.truncate_from_physical(valid_end as i64)?;
         commit_log.set_write_offset(valid_end);
     }
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use crate::commit_log::CommitLog;
-use crate::consume_queue::table::ConsumeQueueTable;
+use crate::consume_queue::ConsumeQueueStore;
 use crate::dispatch::tags_code_of;
 use crate::error::Result;
 use crate::record::{decode_record, DecodeError, Decoded};
@@ -46,7 +46,7 @@ impl VerifyReport {
 
 pub fn verify(
     commit_log: &CommitLog,
-    queues: &ConsumeQueueTable,
+    queues: &dyn ConsumeQueueStore,
     end: u64,
 ) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();

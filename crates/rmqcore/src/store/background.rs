@@ -165,9 +165,7 @@ impl StoreInner {
         let mut consume_queue_files_deleted = 0;
         if !deleted.is_empty() {
             let _writer = self.write_guard();
-            for queue in self.queues.all() {
-                consume_queue_files_deleted += queue.drop_below(commitlog_min_offset as i64)?;
-            }
+            consume_queue_files_deleted += self.queues.drop_below(commitlog_min_offset as i64)?;
         }
         let index_files_deleted = if deleted.is_empty() {
             0

@@ -27,7 +27,7 @@ impl Store {
         self.check_open()?;
         let mut report = crate::verify::verify(
             &self.inner.commit_log,
-            &self.inner.queues,
+            self.inner.queues.as_ref(),
             self.readable_end(),
         )?;
         let hidden = self.inner.recovery_report.consume_queue_entries_removed;
@@ -71,7 +71,7 @@ impl Store {
         };
         self.inner.index.recover(start as i64, false, record_at)?;
         let mut dispatched = 0u64;
-        let mut dispatcher = Dispatcher::new(&self.inner.queues, &self.inner.index);
+        let mut dispatcher = Dispatcher::new(self.inner.queues.as_ref(), &self.inner.index);
         self.inner.commit_log.scan(start, false, |_, view| {
             if dispatcher.dispatch(view)? == Dispatched::Appended {
                 dispatched += 1;

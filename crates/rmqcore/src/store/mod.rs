@@ -15,7 +15,8 @@ use crate::commit_log::CommitLog;
 use crate::config::checkpoint::Checkpoint;
 use crate::config::consumer_offsets::ConsumerOffsetTable;
 use crate::config::topics::TopicConfigTable;
-use crate::consume_queue::table::ConsumeQueueTable;
+use crate::consume_queue::file_store::FileConsumeQueueStore;
+use crate::consume_queue::ConsumeQueueStore;
 use crate::disk_usage::DiskGuard;
 use crate::error::{Error, IoContext, Result};
 use crate::files::store_lock::StoreLock;
@@ -37,7 +38,7 @@ struct StoreInner {
     options: StoreOptions,
     lock: Mutex<Option<StoreLock>>,
     commit_log: CommitLog,
-    queues: ConsumeQueueTable,
+    queues: Box<dyn ConsumeQueueStore>,
     topics: Mutex<TopicConfigTable>,
     offsets: Mutex<ConsumerOffsetTable>,
     write_lock: Mutex<()>,
@@ -105,8 +106,11 @@ impl Store {
             options.commitlog_segment_size,
             writable,
         )?;
-        let queues =
-            ConsumeQueueTable::load(root, options.consume_queue_entries_per_file, writable)?;
+        let queues: Box<dyn ConsumeQueueStore> = Box::new(FileConsumeQueueStore::load(
+            root,
+            options.consume_queue_entries_per_file,
+            writable,
+        )?);
         let checkpoint = Checkpoint::load(root)?;
         let topics = TopicConfigTable::load(root)?;
         let offsets = ConsumerOffsetTable::load(root)?;
@@ -117,7 +121,7 @@ impl Store {
         let index = IndexService::load(root, index_geometry, writable)?;
         let recovery_report = recover(
             &commit_log,
-            &queues,
+            queues.as_ref(),
             &checkpoint,
             abort_file_found,
             writable,
@@ -209,8 +213,8 @@ impl Store {
         &self.inner.commit_log
     }
 
-    pub fn consume_queues(&self) -> &ConsumeQueueTable {
-        &self.inner.queues
+    pub fn consume_queues(&self) -> &dyn ConsumeQueueStore {
+        self.inner.queues.as_ref()
     }
 
     fn check_open(&self) -> Result<()> {

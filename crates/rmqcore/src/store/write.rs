@@ -85,7 +85,7 @@ impl Store {
             // Queue and index entries come from the record bytes as written, through the
             // dispatcher recovery and rebuild use, so the derived files always agree with
             // the log. A put's records continue one queue, so they form one run.
-            let mut dispatcher = Dispatcher::new(&self.inner.queues, &self.inner.index)
+            let mut dispatcher = Dispatcher::new(self.inner.queues.as_ref(), &self.inner.index)
                 .with_warmer(self.inner.commit_log.warmer());
             let dispatched = appended
                 .records

@@ -1,4 +1,4 @@
-//! Every consume queue of a store, by topic and queue id, under `consumequeue/`.
+//! The file form's consume queues, by topic and queue id, under `consumequeue/`.
 //!
 //! Thread safety: the map is behind an `RwLock`; lookups return `Arc`s and release it.
 
@@ -7,20 +7,21 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use crate::consume_queue::ConsumeQueue;
+use crate::consume_queue::file::FileConsumeQueue;
+use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore};
 use crate::error::{Error, IoContext, Result};
 
-type QueuesByTopic = HashMap<String, BTreeMap<i32, Arc<ConsumeQueue>>>;
+type QueuesByTopic = HashMap<String, BTreeMap<i32, Arc<FileConsumeQueue>>>;
 
 #[derive(Debug)]
-pub struct ConsumeQueueTable {
+pub struct FileConsumeQueueStore {
     dir: PathBuf,
     entries_per_file: usize,
     writable: bool,
     queues: RwLock<QueuesByTopic>,
 }
 
-impl ConsumeQueueTable {
+impl FileConsumeQueueStore {
     pub fn dir(root: &Path) -> PathBuf {
         root.join("consumequeue")
     }
@@ -54,7 +55,7 @@ impl ConsumeQueueTable {
                     if !queue_path.is_dir() {
                         continue;
                     }
-                    let queue = ConsumeQueue::load(
+                    let queue = FileConsumeQueue::load(
                         &queue_path,
                         &topic,
                         queue_id,
@@ -68,7 +69,7 @@ impl ConsumeQueueTable {
                 }
             }
         }
-        Ok(ConsumeQueueTable {
+        Ok(FileConsumeQueueStore {
             dir,
             entries_per_file,
             writable,
@@ -76,7 +77,7 @@ impl ConsumeQueueTable {
         })
     }
 
-    pub fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+    fn file_queue(&self, topic: &str, queue_id: i32) -> Option<Arc<FileConsumeQueue>> {
         self.queues
             .read()
             .expect("queue table lock")
@@ -85,7 +86,23 @@ impl ConsumeQueueTable {
             .cloned()
     }
 
-    pub fn get_or_create(&self, topic: &str, queue_id: i32) -> Result<Arc<ConsumeQueue>> {
+    fn file_queues(&self) -> Vec<Arc<FileConsumeQueue>> {
+        self.queues
+            .read()
+            .expect("queue table lock")
+            .values()
+            .flat_map(|by_id| by_id.values().cloned())
+            .collect()
+    }
+}
+
+impl ConsumeQueueStore for FileConsumeQueueStore {
+    fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<dyn ConsumeQueue>> {
+        self.file_queue(topic, queue_id)
+            .map(|queue| queue as Arc<dyn ConsumeQueue>)
+    }
+
+    fn get_or_create(&self, topic: &str, queue_id: i32) -> Result<Arc<dyn ConsumeQueue>> {
         if let Some(queue) = self.get(topic, queue_id) {
             return Ok(queue);
         }
@@ -95,10 +112,10 @@ impl ConsumeQueueTable {
         let mut queues = self.queues.write().expect("queue table lock");
         let by_id = queues.entry(topic.to_string()).or_default();
         if let Some(queue) = by_id.get(&queue_id) {
-            return Ok(Arc::clone(queue));
+            return Ok(Arc::clone(queue) as Arc<dyn ConsumeQueue>);
         }
         let path = self.dir.join(topic).join(queue_id.to_string());
-        let queue = Arc::new(ConsumeQueue::load(
+        let queue = Arc::new(FileConsumeQueue::load(
             &path,
             topic,
             queue_id,
@@ -106,17 +123,17 @@ impl ConsumeQueueTable {
             true,
         )?);
         by_id.insert(queue_id, Arc::clone(&queue));
-        Ok(queue)
+        Ok(queue as Arc<dyn ConsumeQueue>)
     }
 
-    pub fn contains_topic(&self, topic: &str) -> bool {
+    fn contains_topic(&self, topic: &str) -> bool {
         self.queues
             .read()
             .expect("queue table lock")
             .contains_key(topic)
     }
 
-    pub fn topics(&self) -> Vec<String> {
+    fn topics(&self) -> Vec<String> {
         self.queues
             .read()
             .expect("queue table lock")
@@ -125,26 +142,29 @@ impl ConsumeQueueTable {
             .collect()
     }
 
-    pub fn queues_of(&self, topic: &str) -> Vec<Arc<ConsumeQueue>> {
+    fn queues_of(&self, topic: &str) -> Vec<Arc<dyn ConsumeQueue>> {
         self.queues
             .read()
             .expect("queue table lock")
             .get(topic)
-            .map(|by_id| by_id.values().cloned().collect())
+            .map(|by_id| {
+                by_id
+                    .values()
+                    .map(|queue| Arc::clone(queue) as Arc<dyn ConsumeQueue>)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
-    pub fn all(&self) -> Vec<Arc<ConsumeQueue>> {
-        self.queues
-            .read()
-            .expect("queue table lock")
-            .values()
-            .flat_map(|by_id| by_id.values().cloned())
+    fn all(&self) -> Vec<Arc<dyn ConsumeQueue>> {
+        self.file_queues()
+            .into_iter()
+            .map(|queue| queue as Arc<dyn ConsumeQueue>)
             .collect()
     }
 
     /// Drop a topic's queues and delete their files.
-    pub fn remove_topic(&self, topic: &str) -> Result<bool> {
+    fn remove_topic(&self, topic: &str) -> Result<bool> {
         let removed = self
             .queues
             .write()
@@ -158,8 +178,8 @@ impl ConsumeQueueTable {
         Ok(removed)
     }
 
-    pub fn flush(&self) -> Result<()> {
-        for queue in self.all() {
+    fn flush(&self) -> Result<()> {
+        for queue in self.file_queues() {
             queue.flush()?;
         }
         Ok(())

@@ -1,0 +1,416 @@
+//! The file form of a consume queue (format §2): the entries of one topic's queue, 20 bytes each, in
+//! fixed-size files under `consumequeue/<topic>/<queueId>/` named by logical byte offset.
+//! Entry `n` (the queue offset) is at byte `n × 20` of that logical address space.
+//!
+//! Thread safety: `append` and `truncate_from_physical` are called by the store's single
+//! writer; lookups run concurrently and see entries below `max_offset`, published after
+//! the entry bytes are written.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use crate::consume_queue::entry::{CqEntry, ENTRY_SIZE, PLACEHOLDER_SIZE};
+use crate::consume_queue::ConsumeQueue;
+use crate::error::{Error, Result};
+use crate::files::page_warmer::{PageWarmer, WarmCursor};
+use crate::files::segment::Segment;
+use crate::files::segment_queue::SegmentQueue;
+
+/// Disk blocks of a queue file are reserved this far ahead of the writer: small, so a
+/// quiet queue costs little.
+const CONSUME_QUEUE_ALLOCATION_CHUNK: usize = 16 * 1024;
+/// Pages this far ahead of the queue's writer are faulted in by the store's warming
+/// thread (`page_warmer.rs`): about 13,000 entries, a few milliseconds of a fast writer,
+/// small enough that many busy queues cost little memory.
+const CONSUME_QUEUE_WARM_WINDOW: usize = 256 * 1024;
+#[derive(Debug)]
+pub struct FileConsumeQueue {
+    topic: String,
+    queue_id: i32,
+    segments: SegmentQueue,
+    min_offset: AtomicI64,
+    max_offset: AtomicI64,
+    /// Set by `append`, cleared by `flush`, so a flush skips idle queues.
+    dirty: AtomicBool,
+    warm_cursor: WarmCursor,
+}
+
+impl FileConsumeQueue {
+    /// Load the queue's files and find its end: the first invalid entry of the last file
+    /// (entries are written in order and the rest of a file is zero, so the valid entries
+    /// form a prefix and a binary search finds the end).
+    pub fn load(
+        dir: &Path,
+        topic: &str,
+        queue_id: i32,
+        entries_per_file: usize,
+        writable: bool,
+    ) -> Result<Self> {
+        let segments = SegmentQueue::load(
+            dir,
+            entries_per_file * ENTRY_SIZE,
+            writable,
+            CONSUME_QUEUE_ALLOCATION_CHUNK,
+        )?;
+        if segments.segment_size() % ENTRY_SIZE != 0 {
+            let path = segments
+                .first()
+                .map(|s| s.path().to_path_buf())
+                .unwrap_or_default();
+            return Err(Error::corrupt(
+                path,
+                0,
+                format!(
+                    "consume-queue file size {} is not a multiple of 20",
+                    segments.segment_size()
+                ),
+            ));
+        }
+        let queue = FileConsumeQueue {
+            topic: topic.to_string(),
+            queue_id,
+            segments,
+            min_offset: AtomicI64::new(0),
+            max_offset: AtomicI64::new(0),
+            dirty: AtomicBool::new(false),
+            warm_cursor: WarmCursor::new(CONSUME_QUEUE_WARM_WINDOW),
+        };
+        queue.find_bounds();
+        Ok(queue)
+    }
+
+    fn entries_per_file(&self) -> i64 {
+        (self.segments.segment_size() / ENTRY_SIZE) as i64
+    }
+
+    fn find_bounds(&self) {
+        let segments = self.segments.segments();
+        let Some(first) = segments.first() else {
+            return;
+        };
+        let first_index = (first.start_offset() / ENTRY_SIZE as u64) as i64;
+        // Walk back over trailing files that hold no valid entry (a crash after creating
+        // a file, or truncation).
+        let mut max = first_index;
+        for segment in segments.iter().rev() {
+            let entries = self.entries_per_file() as usize;
+            let valid = |index: usize| {
+                CqEntry::decode(segment.bytes(index * ENTRY_SIZE, ENTRY_SIZE)).is_valid()
+            };
+            let (mut low, mut high) = (0usize, entries);
+            while low < high {
+                let middle = (low + high) / 2;
+                if valid(middle) {
+                    low = middle + 1;
+                } else {
+                    high = middle;
+                }
+            }
+            if low > 0 {
+                max = (segment.start_offset() / ENTRY_SIZE as u64) as i64 + low as i64;
+                break;
+            }
+        }
+        let mut min = first_index;
+        while min < max
+            && self
+                .entry_unchecked(min)
+                .is_some_and(|entry| entry.is_placeholder())
+        {
+            min += 1;
+        }
+        self.min_offset.store(min, Ordering::Release);
+        self.max_offset.store(max, Ordering::Release);
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.segments.dir()
+    }
+
+    pub fn segments(&self) -> &SegmentQueue {
+        &self.segments
+    }
+
+    pub fn set_min_offset(&self, offset: i64) {
+        self.min_offset.store(offset, Ordering::Release);
+    }
+
+    fn entry_unchecked(&self, queue_offset: i64) -> Option<CqEntry> {
+        let logical = u64::try_from(queue_offset).ok()? * ENTRY_SIZE as u64;
+        let segment = self.segments.find(logical)?;
+        let position = (logical - segment.start_offset()) as usize;
+        Some(CqEntry::decode(segment.bytes(position, ENTRY_SIZE)))
+    }
+
+    /// Append the entry for `queue_offset`, which must be the next one. A new file for a
+    /// queue that starts past zero is padded with placeholders, as RocketMQ does.
+    pub fn append(&self, queue_offset: i64, entry: CqEntry) -> Result<()> {
+        self.append_all(queue_offset, &[entry], None)
+    }
+
+    /// The file that holds `logical`, created (and padded with placeholders when the
+    /// queue starts inside it) if it does not exist yet.
+    fn segment_for_append(&self, logical: u64, queue_offset: i64) -> Result<Arc<Segment>> {
+        if let Some(segment) = self.segments.find(logical) {
+            return Ok(segment);
+        }
+        let file_size = self.segments.segment_size() as u64;
+        let start = logical / file_size * file_size;
+        let segment = self.segments.create(start)?;
+        if self.max_offset() == 0 && logical > start {
+            let placeholder = CqEntry {
+                commitlog_offset: 0,
+                size: PLACEHOLDER_SIZE,
+                tags_code: 0,
+                store_timestamp: 0,
+            };
+            let pad = (logical - start) as usize;
+            segment.ensure_allocated(pad)?;
+            // SAFETY: single writer; the new file is not published yet.
+            let bytes = unsafe { segment.bytes_mut(0, pad) };
+            for chunk in bytes.chunks_exact_mut(ENTRY_SIZE) {
+                placeholder.encode(chunk);
+            }
+            self.set_min_offset(queue_offset);
+        }
+        Ok(segment)
+    }
+
+    /// Flush the queue's files if anything was appended since the last flush.
+    pub fn flush(&self) -> Result<()> {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            if let Err(error) = self.segments.flush_all() {
+                self.dirty.store(true, Ordering::Release);
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ConsumeQueue for FileConsumeQueue {
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    fn queue_id(&self) -> i32 {
+        self.queue_id
+    }
+
+    fn location(&self) -> &Path {
+        self.segments.dir()
+    }
+
+    fn min_offset(&self) -> i64 {
+        self.min_offset.load(Ordering::Acquire)
+    }
+
+    /// The next queue offset to assign.
+    fn max_offset(&self) -> i64 {
+        self.max_offset.load(Ordering::Acquire)
+    }
+
+    /// The entry at `queue_offset`, if it lies in `[min_offset, max_offset)`.
+    fn entry(&self, queue_offset: i64) -> Option<CqEntry> {
+        if queue_offset < self.min_offset() || queue_offset >= self.max_offset() {
+            return None;
+        }
+        self.entry_unchecked(queue_offset)
+    }
+
+    /// Append `entries` for the queue offsets from `first_offset` on; the first must be
+    /// the next one. Each file is looked up and reserved once per call, not per entry;
+    /// with a `warmer`, the pages ahead are faulted in on its thread.
+    fn append_all(
+        &self,
+        first_offset: i64,
+        entries: &[CqEntry],
+        warmer: Option<&PageWarmer>,
+    ) -> Result<()> {
+        let max = self.max_offset();
+        if first_offset != max && !(self.segments.is_empty() && first_offset >= 0) {
+            return Err(Error::corrupt(
+                self.dir(),
+                (first_offset.max(0) as u64) * ENTRY_SIZE as u64,
+                format!(
+                    "entry for queue offset {first_offset} out of order: the queue expects {max}"
+                ),
+            ));
+        }
+        let mut queue_offset = first_offset;
+        let mut rest = entries;
+        while !rest.is_empty() {
+            let logical = queue_offset as u64 * ENTRY_SIZE as u64;
+            let segment = self.segment_for_append(logical, queue_offset)?;
+            let position = (logical - segment.start_offset()) as usize;
+            let room = (segment.size() - position) / ENTRY_SIZE;
+            let (run, after) = rest.split_at(rest.len().min(room));
+            let length = run.len() * ENTRY_SIZE;
+            segment.ensure_allocated(position + length)?;
+            // SAFETY: single writer; the entries are past max_offset, so unpublished.
+            let bytes = unsafe { segment.bytes_mut(position, length) };
+            for (entry, chunk) in run.iter().zip(bytes.chunks_exact_mut(ENTRY_SIZE)) {
+                entry.encode(chunk);
+            }
+            if self.max_offset() == 0 && self.min_offset() == 0 && queue_offset > 0 {
+                self.set_min_offset(queue_offset);
+            }
+            queue_offset += run.len() as i64;
+            self.max_offset.store(queue_offset, Ordering::Release);
+            if let Some(warmer) = warmer {
+                warmer.written_to(&self.warm_cursor, &segment, position + length);
+            }
+            rest = after;
+        }
+        self.dirty.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Remove every entry that points at or past `commitlog_end` (recovery truncation):
+    /// the entries are zeroed and files left without entries are deleted; in a read-only
+    /// queue they are only hidden. Returns how many entries were removed.
+    fn truncate_from_physical(&self, commitlog_end: i64) -> Result<u64> {
+        let mut max = self.max_offset();
+        let min = self.min_offset();
+        let old_max = max;
+        // Invalid (zeroed) entries are removed too: pages of the queue's tail may have
+        // been lost independently of each other, leaving holes.
+        while max > min {
+            let entry = self
+                .entry_unchecked(max - 1)
+                .expect("entry below max exists");
+            if entry.is_placeholder()
+                || (entry.is_valid() && entry.commitlog_end() <= commitlog_end)
+            {
+                break;
+            }
+            max -= 1;
+        }
+        if max == old_max {
+            return Ok(0);
+        }
+        if !self.segments.writable() {
+            self.max_offset.store(max, Ordering::Release);
+            return Ok((old_max - max) as u64);
+        }
+        let logical = max as u64 * ENTRY_SIZE as u64;
+        let file_size = self.segments.segment_size() as u64;
+        // Keep the file holding the new end unless the end is its first byte and it is
+        // not the queue's only file.
+        let delete_from = if logical % file_size == 0 && logical > 0 {
+            logical
+        } else {
+            logical / file_size * file_size + file_size
+        };
+        self.segments.remove_from(delete_from)?;
+        if let Some(segment) = self.segments.find(logical) {
+            let position = (logical - segment.start_offset()) as usize;
+            segment.zero_from(position)?;
+        }
+        self.max_offset.store(max, Ordering::Release);
+        if self.min_offset() > max {
+            self.set_min_offset(max);
+        }
+        Ok((old_max - max) as u64)
+    }
+
+    /// Follow the commit log's new minimum after retention: delete whole files (never the
+    /// last one, which holds the queue's position) whose entries all point below it, and
+    /// move the minimum offset to the first entry still backed by the log. Returns how
+    /// many files were deleted. Called under the store's write lock.
+    fn drop_below(&self, commitlog_min: i64) -> Result<u64> {
+        let mut deleted = 0;
+        loop {
+            let segments = self.segments.segments();
+            if segments.len() < 2 {
+                break;
+            }
+            let first = &segments[0];
+            let last = CqEntry::decode(first.bytes(first.size() - ENTRY_SIZE, ENTRY_SIZE));
+            if last.is_placeholder() || last.commitlog_end() <= commitlog_min {
+                if self
+                    .segments
+                    .remove_first_if(first.start_offset())?
+                    .is_none()
+                {
+                    break;
+                }
+                deleted += 1;
+            } else {
+                break;
+            }
+        }
+        let first_start = self.segments.first().map_or(0, |segment| {
+            (segment.start_offset() / ENTRY_SIZE as u64) as i64
+        });
+        let (mut low, mut high) = (self.min_offset().max(first_start), self.max_offset());
+        while low < high {
+            let middle = low + (high - low) / 2;
+            let entry = self
+                .entry_unchecked(middle)
+                .expect("entry below max exists");
+            if entry.is_placeholder() || entry.commitlog_offset < commitlog_min {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        if low > self.min_offset() {
+            self.set_min_offset(low);
+        }
+        Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(offset: i64) -> CqEntry {
+        CqEntry {
+            commitlog_offset: offset,
+            size: 100,
+            tags_code: 7,
+            store_timestamp: 0,
+        }
+    }
+
+    #[test]
+    fn appends_across_files_and_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        for n in 0..10 {
+            queue.append(n, entry(n * 100)).unwrap();
+        }
+        assert_eq!(queue.segments().segments().len(), 3);
+        let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        assert_eq!((reloaded.min_offset(), reloaded.max_offset()), (0, 10));
+        assert_eq!(reloaded.entry(9), Some(entry(900)));
+        assert_eq!(reloaded.entry(10), None);
+    }
+
+    #[test]
+    fn truncation_removes_entries_past_the_log_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        for n in 0..10 {
+            queue.append(n, entry(n * 100)).unwrap();
+        }
+        assert_eq!(queue.truncate_from_physical(450).unwrap(), 6);
+        assert_eq!(queue.max_offset(), 4);
+        assert_eq!(queue.segments().segments().len(), 1);
+        let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        assert_eq!(reloaded.max_offset(), 4);
+        reloaded.append(4, entry(400)).unwrap();
+    }
+
+    #[test]
+    fn a_queue_starting_past_zero_is_padded_with_placeholders() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        queue.append(6, entry(600)).unwrap();
+        let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+        assert_eq!((reloaded.min_offset(), reloaded.max_offset()), (6, 7));
+    }
+}
