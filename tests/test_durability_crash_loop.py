@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import rmq
 
 from tests.support.crash_writer import body_for
@@ -23,9 +24,11 @@ WRITER = [sys.executable, "-m", "tests.support.crash_writer"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_and_kill(path: Path, delay: float, threads: int) -> list[tuple[int, int, int]]:
+def run_and_kill(
+    path: Path, delay: float, threads: int, consume_queue_type: str = "file"
+) -> list[tuple[int, int, int]]:
     process = subprocess.Popen(
-        [*WRITER, str(path), "SYNC_FLUSH", str(threads)],
+        [*WRITER, str(path), "SYNC_FLUSH", str(threads), consume_queue_type],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
@@ -49,12 +52,23 @@ def run_and_kill(path: Path, delay: float, threads: int) -> list[tuple[int, int,
     return acknowledged
 
 
-def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
+# Both consume-queue forms: the RocksDB one writes without a write-ahead log, so what a
+# crash loses from it must come back from the commit log.
+FORMS = ["file", "rocksdb"]
+
+
+@pytest.mark.parametrize("consume_queue_type", FORMS)
+def test_acknowledged_writes_survive_sigkill(tmp_path: Path, consume_queue_type: str) -> None:
     generator = random.Random(20261121)
     store_path = tmp_path / "store"
     total_acknowledged = 0
     for iteration in range(ITERATIONS):
-        acknowledged = run_and_kill(store_path, generator.uniform(0.3, 1.2), threads=4)
+        acknowledged = run_and_kill(
+            store_path,
+            generator.uniform(0.3, 1.2),
+            threads=4,
+            consume_queue_type=consume_queue_type,
+        )
         total_acknowledged += len(acknowledged)
         with rmq.Store(
             store_path, commitlog_segment_size=64 * 1024, consume_queue_entries_per_file=64
@@ -75,9 +89,10 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
     assert total_acknowledged > ITERATIONS * 10, "the writer barely ran; the test proved nothing"
 
 
-def test_recovery_is_idempotent_after_a_crash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("consume_queue_type", FORMS)
+def test_recovery_is_idempotent_after_a_crash(tmp_path: Path, consume_queue_type: str) -> None:
     store_path = tmp_path / "store"
-    run_and_kill(store_path, 0.8, threads=2)
+    run_and_kill(store_path, 0.8, threads=2, consume_queue_type=consume_queue_type)
     states = []
     for _ in range(3):
         with rmq.Store(store_path) as store:

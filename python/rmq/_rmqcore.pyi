@@ -440,6 +440,8 @@ class Store:
         append_record_crc: bool = True,
         warm_ahead_bytes: int = 8388608,
         v1_records_only: bool = False,
+        consume_queue_type: str | None = None,
+        rebuild_consume_queues: bool = False,
     ) -> Store:
         """Open or create the store at ``path`` and recover it.
 
@@ -453,9 +455,17 @@ class Store:
         Topics may be up to 255 bytes; those over 127 are written as V2 records, as
         RocketMQ 5 writes them. ``v1_records_only=True`` keeps every record readable by
         RocketMQ 4.9 by refusing such topics instead.
+        ``consume_queue_type`` ("file" or "rocksdb") chooses the consume-queue form of a
+        new store: files of 20-byte entries, or RocketMQ 5's RocksDB consume queue for
+        stores with very many queues. It is recorded in the store; left out, an existing
+        store opens as it was created, and asking for the other form is refused.
+        ``rebuild_consume_queues=True`` recreates the consume queues and the key index from
+        the commit log while opening (a damaged or missing RocksDB consume queue).
         """
     @property
     def path(self) -> str: ...
+    @property
+    def consume_queue_type(self) -> str: ...
     @property
     def closed(self) -> bool: ...
     @property

@@ -20,11 +20,13 @@ def body_for(queue_id: int, seed: int) -> bytes:
 
 def main() -> None:
     path, flush_type, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    consume_queue_type = sys.argv[4] if len(sys.argv) > 4 else "file"
     store = rmq.Store(
         path,
         commitlog_segment_size=64 * 1024,
         consume_queue_entries_per_file=64,
         flush_disk_type=flush_type,
+        consume_queue_type=consume_queue_type,
     )
     lock = threading.Lock()
 

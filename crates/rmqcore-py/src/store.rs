@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyList};
 use rmqcore::options::RetentionOptions;
 use rmqcore::record::host::parse_host;
 use rmqcore::tag_filter::TagFilter;
-use rmqcore::{FlushMode, MessageDraft, Store, StoreOptions};
+use rmqcore::{ConsumeQueueType, FlushMode, MessageDraft, Store, StoreOptions};
 
 use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{checked_i32, extract_keys, extract_properties, PyMessage, PyPutResult};
@@ -134,6 +134,8 @@ impl PyStore {
         append_record_crc = true,
         warm_ahead_bytes = 8_388_608,
         v1_records_only = false,
+        consume_queue_type = None,
+        rebuild_consume_queues = false,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -166,6 +168,8 @@ impl PyStore {
         append_record_crc: bool,
         warm_ahead_bytes: i64,
         v1_records_only: bool,
+        consume_queue_type: Option<&str>,
+        rebuild_consume_queues: bool,
     ) -> PyResult<Self> {
         let retention = RetentionOptions {
             file_reserved_time_ms: usize_option(py, "file_reserved_time_ms", file_reserved_time_ms)?
@@ -219,6 +223,11 @@ impl PyStore {
             append_record_crc,
             warm_ahead_bytes: usize_option(py, "warm_ahead_bytes", warm_ahead_bytes)?,
             v1_records_only,
+            consume_queue_type: consume_queue_type
+                .map(ConsumeQueueType::parse)
+                .transpose()
+                .map_err(|error| to_py_err(py, error))?,
+            rebuild_consume_queues,
         };
         let display = path.display().to_string();
         let store = without_gil(py, || Store::open(&path, options))?;
@@ -231,6 +240,12 @@ impl PyStore {
     #[getter]
     fn path(&self) -> &str {
         &self.path
+    }
+
+    /// "file" or "rocksdb": the form the store's consume queues were created in.
+    #[getter]
+    fn consume_queue_type(&self) -> &'static str {
+        self.inner.consume_queue_type().name()
     }
 
     #[getter]

@@ -25,6 +25,6 @@ pub mod topic;
 pub mod verify;
 
 pub use error::{Error, Result};
-pub use options::{FlushMode, StoreOptions};
+pub use options::{ConsumeQueueType, FlushMode, StoreOptions};
 pub use record::message::{MessageDraft, PutResult, StoredMessage};
 pub use store::{PullResult, Pulled, Store};

@@ -26,6 +26,35 @@ impl FlushMode {
     }
 }
 
+/// The two forms of consume queue (format §2 and §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsumeQueueType {
+    /// 20-byte entries in files under `consumequeue/<topic>/<queueId>/`.
+    File,
+    /// RocketMQ 5's RocksDB consume queue in `consumequeue/`.
+    RocksDb,
+}
+
+impl ConsumeQueueType {
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "file" => Ok(ConsumeQueueType::File),
+            "rocksdb" => Ok(ConsumeQueueType::RocksDb),
+            other => Err(Error::invalid(
+                "consume_queue_type",
+                format!("{other:?} is neither \"file\" nor \"rocksdb\""),
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ConsumeQueueType::File => "file",
+            ConsumeQueueType::RocksDb => "rocksdb",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     pub commitlog_segment_size: usize,
@@ -56,6 +85,12 @@ pub struct StoreOptions {
     /// are refused instead of written as V2 records (RocketMQ 5's
     /// `autoMessageVersionOnTopicLen` turned off).
     pub v1_records_only: bool,
+    /// The consume-queue form of a new store; None opens an existing store as it was
+    /// created (and a new one with files).
+    pub consume_queue_type: Option<ConsumeQueueType>,
+    /// Recreate the consume queues and the key index from the commit log while opening
+    /// (for a RocksDB consume queue that is damaged or missing).
+    pub rebuild_consume_queues: bool,
 }
 
 /// Expiry and disk guarding (format §5.5); defaults are RocketMQ's.
@@ -172,6 +207,8 @@ impl Default for StoreOptions {
             append_record_crc: true,
             warm_ahead_bytes: 8 << 20,
             v1_records_only: false,
+            consume_queue_type: None,
+            rebuild_consume_queues: false,
         }
     }
 }

@@ -17,6 +17,7 @@ SUBCOMMAND_MODULES = [
     "rmq.cli.query",
     "rmq.cli.inspect",
     "rmq.cli.verify",
+    "rmq.cli.rebuild",
     "rmq.cli.demo",
 ]
 

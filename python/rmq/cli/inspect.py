@@ -129,6 +129,7 @@ def describe(root: Path, records: int, only_topic: str | None) -> dict[str, Any]
         report["store_error"] = f"{type(error).__name__}: {error}"
         return report
     with store:
+        report["consume_queue_type"] = store.consume_queue_type
         report["commitlog_min_offset"] = store.commitlog_min_offset()
         report["commitlog_max_offset"] = store.commitlog_max_offset()
         for topic in store.topics():
@@ -197,6 +198,10 @@ def print_text(report: dict[str, Any]) -> None:
             f"{header['end_phy_offset']}"
         )
     print(f"config: {', '.join(report['config']) or 'none'}")
+    if "consume_queue_type" in report:
+        form = report["consume_queue_type"]
+        where = "RocksDB in consumequeue/" if form == "rocksdb" else "files in consumequeue/"
+        print(f"consume queues: {form} ({where})")
     if "store_error" in report:
         print(f"cannot read records: {report['store_error']}")
         return

@@ -87,6 +87,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="flush mode of the stores: sync acknowledges a send once it is on disk",
     )
     parser.add_argument(
+        "--consume-queue",
+        choices=["file", "rocksdb"],
+        help="consume-queue form of new shard stores: files of 20-byte entries (the "
+        "default) or RocketMQ 5's RocksDB consume queue, for very many queues; existing "
+        "shards keep the form they were created with",
+    )
+    parser.add_argument(
         "--store-option",
         type=_store_option,
         action="append",
@@ -133,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         logging.error("--tls-cert and --tls-key go together")
         return 2
     store_options = dict(args.store_option)
+    if args.consume_queue is not None:
+        store_options["consume_queue_type"] = args.consume_queue
     limits = Limits(
         max_batch_messages=args.max_batch_messages,
         max_batch_bytes=args.max_batch_bytes,

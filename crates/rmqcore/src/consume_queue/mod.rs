@@ -10,6 +10,8 @@
 pub mod entry;
 pub mod file;
 pub mod file_store;
+pub mod form;
+pub mod rocksdb;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -67,6 +69,8 @@ pub trait ConsumeQueueStore: Send + Sync + std::fmt::Debug {
     fn remove_topic(&self, topic: &str) -> Result<bool>;
     /// Make every entry appended so far durable.
     fn flush(&self) -> Result<()>;
+    /// Let go of what the store holds open (called once, when the store closes).
+    fn close(&self) {}
 
     /// Remove the entries of records at or past `commitlog_end` in every queue.
     fn truncate_from_physical(&self, commitlog_end: i64) -> Result<u64> {

@@ -15,14 +15,13 @@ use crate::commit_log::CommitLog;
 use crate::config::checkpoint::Checkpoint;
 use crate::config::consumer_offsets::ConsumerOffsetTable;
 use crate::config::topics::TopicConfigTable;
-use crate::consume_queue::file_store::FileConsumeQueueStore;
 use crate::consume_queue::ConsumeQueueStore;
 use crate::disk_usage::DiskGuard;
 use crate::error::{Error, IoContext, Result};
 use crate::files::store_lock::StoreLock;
 use crate::index::layout::IndexGeometry;
 use crate::index::IndexService;
-use crate::options::{StoreOptions, MAX_QUEUE_ID};
+use crate::options::{ConsumeQueueType, StoreOptions, MAX_QUEUE_ID};
 use crate::recovery::{recover, RecoveryReport};
 
 mod admin;
@@ -39,6 +38,7 @@ struct StoreInner {
     lock: Mutex<Option<StoreLock>>,
     commit_log: CommitLog,
     queues: Box<dyn ConsumeQueueStore>,
+    consume_queue_type: ConsumeQueueType,
     topics: Mutex<TopicConfigTable>,
     offsets: Mutex<ConsumerOffsetTable>,
     write_lock: Mutex<()>,
@@ -106,11 +106,14 @@ impl Store {
             options.commitlog_segment_size,
             writable,
         )?;
-        let queues: Box<dyn ConsumeQueueStore> = Box::new(FileConsumeQueueStore::load(
+        let consume_queue_type = crate::consume_queue::form::choose(root, &options)?;
+        let queues = crate::consume_queue::form::open(
             root,
-            options.consume_queue_entries_per_file,
-            writable,
-        )?);
+            consume_queue_type,
+            &options,
+            commit_log.min_offset() as i64,
+            !commit_log.segments().segments().is_empty(),
+        )?;
         let checkpoint = Checkpoint::load(root)?;
         let topics = TopicConfigTable::load(root)?;
         let offsets = ConsumerOffsetTable::load(root)?;
@@ -149,6 +152,7 @@ impl Store {
             checkpoint_lock: Mutex::new(0),
             closed: AtomicBool::new(false),
             recovery_report,
+            consume_queue_type,
             index,
             disk: DiskGuard::new(root, options.retention.disk_space_warning_level_ratio),
             retention_lock: Mutex::new(()),
@@ -186,11 +190,15 @@ impl Store {
         } else {
             None
         };
-        Ok(Store {
+        let store = Store {
             inner,
             flush_thread: Mutex::new(flush_thread),
             retention_thread: Mutex::new(retention_thread),
-        })
+        };
+        if store.inner.options.rebuild_consume_queues && writable {
+            store.rebuild()?;
+        }
+        Ok(store)
     }
 
     pub fn root(&self) -> &Path {
@@ -199,6 +207,11 @@ impl Store {
 
     pub fn options(&self) -> &StoreOptions {
         &self.inner.options
+    }
+
+    /// The form of the store's consume queues.
+    pub fn consume_queue_type(&self) -> ConsumeQueueType {
+        self.inner.consume_queue_type
     }
 
     pub fn recovery_report(&self) -> &RecoveryReport {
@@ -263,6 +276,7 @@ impl Store {
         } else {
             self.inner.shut_down_cleanly()
         };
+        self.inner.queues.close();
         self.inner.lock.lock().expect("store lock").take();
         outcome
     }
