@@ -1,4 +1,5 @@
-"""``scale``: 10 to 100,000 queues: open files, mappings, memory and start time."""
+"""``scale``: 10 to 1,000,000 queues: open files, mappings, memory and start time, for both
+consume-queue forms (files, RocksDB)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,32 @@ from pathlib import Path
 from bench.harness import Benchmark, Case, Context, Metrics, System, rmq_store_class
 from bench.workload import TOPIC
 
+# Queues are spread over topics of at most this many (a topic's queue ids stay small).
+QUEUES_PER_TOPIC = 1000
+
+
+def layout(queues: int) -> list[tuple[str, int]]:
+    """(topic, queue count) for `queues` queues in all."""
+    return [
+        (f"{TOPIC}-{start // QUEUES_PER_TOPIC}", min(QUEUES_PER_TOPIC, queues - start))
+        for start in range(0, queues, QUEUES_PER_TOPIC)
+    ]
+
+
 # Opens a store holding one message in each of QUEUES queues, then reads every queue's
 # message; reports start time and what the process holds afterwards.
 PROBE = textwrap.dedent(
     """
     import json, os, sys, time, rmq
-    path, queues = sys.argv[1], int(sys.argv[2])
+    path, queues, per_topic = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     t0 = time.perf_counter()
     store = rmq.Store(path)
     started = time.perf_counter() - t0
-    served = sum(len(store.get("{topic}", q, 0, 1)) for q in range(queues))
+    served = 0
+    for start in range(0, queues, per_topic):
+        topic = "{topic}-%d" % (start // per_topic)
+        for q in range(min(per_topic, queues - start)):
+            served += len(store.get(topic, q, 0, 1))
     seconds = time.perf_counter() - t0
     rss = 0.0
     for line in open("/proc/self/status"):
@@ -40,17 +57,18 @@ PROBE = textwrap.dedent(
 ).format(topic=TOPIC)
 
 
-def run_rmq(case: Case, workdir: Path) -> Metrics:
+def run_rmq(case: Case, workdir: Path, consume_queue_type: str) -> Metrics:
     store_cls = rmq_store_class()
     queues = case.params["queues"]
-    path = workdir / "store"
-    with store_cls(str(path)) as store:
-        store.create_topic(TOPIC, queues)
+    path = workdir / f"store-{consume_queue_type}"
+    with store_cls(str(path), consume_queue_type=consume_queue_type) as store:
         body = b"x" * 100
-        for q in range(queues):
-            store.put(TOPIC, body, queue_id=q, tags="TagA", keys=f"k{q}")
+        for topic, count in layout(queues):
+            store.create_topic(topic, count)
+            for q in range(count):
+                store.put(topic, body, queue_id=q, tags="TagA", keys=f"k{q}")
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, str(path), str(queues)],
+        [sys.executable, "-c", PROBE, str(path), str(queues), str(QUEUES_PER_TOPIC)],
         capture_output=True,
         text=True,
         timeout=3600,
@@ -77,20 +95,35 @@ def run_rocketmq(case: Case, workdir: Path) -> Metrics:
 
 
 def build(ctx: Context) -> Benchmark:
-    counts = ctx.pick([10, 100], [10, 1_000], [10, 1_000, 100_000])
+    counts = ctx.pick([10, 100], [10, 1_000, 10_000], [10, 10_000, 100_000, 1_000_000])
     return Benchmark(
         name="scale",
         title="many queues: start time, open files, mappings, memory",
         description=(
-            "A store with one topic of Q queues and one 100 B message in each is closed, then "
+            "A store with Q queues (topics of at most 1,000) and one 100 B message in each is "
+            "closed, then "
             "opened in a fresh process, which reads every queue's message; the figures are "
             "that process's start time (open/load + start), time to serve all queues, open "
             "file descriptors, memory mappings and resident memory afterwards. The same for "
-            "RocketMQ's DefaultMessageStore (file consume queues), in its own JVM."
+            "RocketMQ's DefaultMessageStore (file consume queues), in its own JVM. rmq runs "
+            "in both consume-queue forms: files (one mapped file per queue) and RocksDB "
+            "(RocketMQ 5's layout, one database); a form that cannot hold Q queues on this "
+            "machine is reported as failed, with the error."
         ),
         cases=[Case(f"{q:,} queues", {"queues": q}) for q in counts],
         systems=[
-            System("rmq", run_rmq, role="rmq", note="rmq.Store, default sizes"),
+            System(
+                "rmq RocksDB",
+                lambda case, workdir: run_rmq(case, workdir, "rocksdb"),
+                role="rmq",
+                note='rmq.Store(consume_queue_type="rocksdb"), default sizes',
+            ),
+            System(
+                "rmq files",
+                lambda case, workdir: run_rmq(case, workdir, "file"),
+                role="peer",
+                note="rmq.Store, file consume queues (a mapped file per queue), default sizes",
+            ),
             System(
                 "RocketMQ store",
                 run_rocketmq,

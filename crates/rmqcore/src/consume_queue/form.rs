@@ -1,5 +1,5 @@
 //! Which form a store's consume queues take, chosen when the store is created and kept
-//! in `config/storeConfig.json` (format §4.5) so that a reopen cannot switch it silently.
+//! in `config/storeConfig.json` (format §0.2, §6) so that a reopen cannot switch it silently.
 //! A store without that file (one RocketMQ wrote) is told by its files: RocksDB keeps a
 //! `CURRENT` file in `consumequeue/`, the file form a directory per topic.
 
