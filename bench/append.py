@@ -12,6 +12,7 @@ from bench.page_preheat import preheat
 from bench.workload import BATCH, estimated_record_size, make
 
 SYSTEM_NOTES = {
+    "rmq RocksDB CQ": 'rmq.Store(consume_queue_type="rocksdb"): queue entries in RocksDB',
     "mmap limit": "the bytes rmq's commit log grows by, pre-built, copied into a mapped file",
     "rocksdb": "rocksdict raw mode, message + key entries, WriteBatch per batch, WAL unsynced",
     "lmdb": "two databases, one txn per put or per batch (putmulti), sync=False, writemap",

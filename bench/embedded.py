@@ -57,10 +57,14 @@ def _values(wl: Workload) -> Callable[[int], bytes]:
 
 
 class RmqSystem:
+    consume_queue_type = "file"
+
     def __init__(self, path: Path, wl: Workload) -> None:
         store_cls = rmq_store_class()
         segment = 1 << 30
-        self.store = store_cls(str(path), commitlog_segment_size=segment)
+        self.store = store_cls(
+            str(path), commitlog_segment_size=segment, consume_queue_type=self.consume_queue_type
+        )
         self.read_batch = 32
 
     def write(self, wl: Workload, batch: int) -> None:
@@ -388,8 +392,15 @@ class SqliteSystem:
         self.db.close()
 
 
+class RmqRocksDbSystem(RmqSystem):
+    """rmq with the RocksDB consume queue: the same log, queue entries in RocksDB."""
+
+    consume_queue_type = "rocksdb"
+
+
 FACTORIES: dict[str, Any] = {
     "rmq": RmqSystem,
+    "rmq RocksDB CQ": RmqRocksDbSystem,
     "mmap limit": MmapLimit,
     "rocksdb": RocksSystem,
     "lmdb": LmdbSystem,
