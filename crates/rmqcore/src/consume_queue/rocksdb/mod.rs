@@ -12,6 +12,7 @@
 //! Thread safety: RocksDB is thread-safe; the table of open queues is behind an `RwLock`
 //! and each queue's bounds are atomics, written only by the store's single writer.
 
+mod database;
 pub mod layout;
 mod queue;
 
@@ -21,229 +22,18 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use rocksdb::{
-    compaction_filter::Decision, ColumnFamily, ColumnFamilyDescriptor, FlushOptions, IteratorMode,
-    Options, WriteBatch, WriteOptions, DB, DEFAULT_COLUMN_FAMILY_NAME,
+    compaction_filter::Decision, ColumnFamilyDescriptor, Options, DB, DEFAULT_COLUMN_FAMILY_NAME,
 };
 
 use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore};
 use crate::error::{Error, Result};
-use layout::{QueueEnd, OFFSET_COLUMN_FAMILY};
+use database::{Batch, Database, Family};
+use layout::OFFSET_COLUMN_FAMILY;
 use queue::RocksDbConsumeQueue;
 
 /// The file RocksDB keeps in every database directory: how a RocksDB consume queue is
 /// told from the file form's per-topic directories.
 pub const MARKER_FILE: &str = "CURRENT";
-
-/// The two column families (format §6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Family {
-    Entries,
-    Offsets,
-}
-
-/// Writes gathered for one `WriteBatch`.
-#[derive(Debug, Default)]
-pub(crate) struct Batch {
-    operations: Vec<Operation>,
-}
-
-#[derive(Debug)]
-enum Operation {
-    Put(Family, Vec<u8>, Vec<u8>),
-    Delete(Family, Vec<u8>),
-    DeleteRange(Family, Vec<u8>, Vec<u8>),
-}
-
-impl Batch {
-    pub(crate) fn put(&mut self, family: Family, key: Vec<u8>, value: &[u8]) {
-        self.operations
-            .push(Operation::Put(family, key, value.to_vec()));
-    }
-
-    pub(crate) fn delete(&mut self, family: Family, key: Vec<u8>) {
-        self.operations.push(Operation::Delete(family, key));
-    }
-
-    pub(crate) fn delete_range(&mut self, family: Family, start: Vec<u8>, end: Vec<u8>) {
-        self.operations
-            .push(Operation::DeleteRange(family, start, end));
-    }
-}
-
-/// The database and what every queue shares. It is closed with the store, while queue
-/// handles may still be held: accesses after that fail as on a closed store.
-pub(crate) struct Database {
-    db: RwLock<Option<DB>>,
-    path: PathBuf,
-    pub(crate) writable: bool,
-    /// The commit log's first offset: entries of records below it are dropped by the
-    /// compaction filter.
-    commitlog_min: Arc<AtomicI64>,
-    /// The `CHECKPOINT_TOPIC` value: the end of the last record dispatched.
-    dispatched: AtomicI64,
-}
-
-impl std::fmt::Debug for Database {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database")
-            .field("path", &self.path)
-            .finish()
-    }
-}
-
-/// The database while it is open.
-#[derive(Clone, Copy)]
-struct Open<'d> {
-    db: &'d DB,
-}
-
-impl<'d> Open<'d> {
-    fn family(self, family: Family) -> &'d ColumnFamily {
-        self.db
-            .cf_handle(family_name(family))
-            .expect("column families are created at open")
-    }
-}
-
-fn family_name(family: Family) -> &'static str {
-    match family {
-        Family::Entries => DEFAULT_COLUMN_FAMILY_NAME,
-        Family::Offsets => OFFSET_COLUMN_FAMILY,
-    }
-}
-
-impl Database {
-    /// Run `use_db` on the open database.
-    fn with<T>(&self, use_db: impl FnOnce(Open<'_>) -> T) -> Result<T> {
-        let guard = self.db.read().expect("database lock");
-        let db = guard.as_ref().ok_or(Error::Closed)?;
-        Ok(use_db(Open { db }))
-    }
-
-    fn error(&self, what: &str, error: rocksdb::Error) -> Error {
-        Error::corrupt(
-            &self.path,
-            0,
-            format!(
-                "RocksDB consume queue: {what} failed: {error}; rebuild_consume_queues=True \
-                 (`rmq rebuild PATH`) recreates it from the commit log"
-            ),
-        )
-    }
-
-    /// Write a batch as RocketMQ does: no write-ahead log, so the entries become durable
-    /// with the next flush; until then recovery dispatches them again.
-    pub(crate) fn write(&self, batch: Batch) -> Result<()> {
-        if !self.writable {
-            return Err(Error::ReadOnly);
-        }
-        self.with(|open| {
-            let mut write = WriteBatch::default();
-            for operation in &batch.operations {
-                match operation {
-                    Operation::Put(f, key, value) => write.put_cf(open.family(*f), key, value),
-                    Operation::Delete(f, key) => write.delete_cf(open.family(*f), key),
-                    Operation::DeleteRange(f, start, end) => {
-                        write.delete_range_cf(open.family(*f), start, end)
-                    }
-                }
-            }
-            let mut options = WriteOptions::default();
-            options.disable_wal(true);
-            open.db.write_opt(write, &options)
-        })?
-        .map_err(|error| self.error("write", error))
-    }
-
-    pub(crate) fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.with(|open| open.db.get_cf(open.family(family), key))?
-            .map_err(|error| self.error("read", error))
-    }
-
-    pub(crate) fn get_offset(&self, key: &[u8]) -> Result<Option<QueueEnd>> {
-        Ok(self
-            .get(Family::Offsets, key)?
-            .and_then(|value| layout::decode_queue_end(&value)))
-    }
-
-    pub(crate) fn get_entry(&self, key: &[u8]) -> Option<crate::consume_queue::CqEntry> {
-        let value = self.get(Family::Entries, key).ok()??;
-        layout::decode_entry(&value)
-    }
-
-    pub(crate) fn dispatched_end(&self) -> i64 {
-        self.dispatched.load(Ordering::Acquire)
-    }
-
-    /// Record in `batch` that records up to `end` are dispatched.
-    pub(crate) fn put_dispatched_end(&self, batch: &mut Batch, end: i64) {
-        batch.put(
-            Family::Offsets,
-            layout::checkpoint_key(),
-            &end.to_be_bytes(),
-        );
-    }
-
-    /// The commit-log offset up to which records were dispatched (RocketMQ's
-    /// `CHECKPOINT_TOPIC` key), as stored.
-    fn stored_dispatched_end(&self) -> Result<i64> {
-        Ok(self
-            .get(Family::Offsets, &layout::checkpoint_key())?
-            .filter(|value| value.len() >= 8)
-            .map_or(0, |value| crate::big_endian::read_i64(&value, 0)))
-    }
-
-    /// Every key of the offset column family, in order.
-    fn offset_keys(&self) -> Result<Vec<Vec<u8>>> {
-        self.with(|open| {
-            open.db
-                .iterator_cf(open.family(Family::Offsets), IteratorMode::Start)
-                .map_while(|item| item.ok().map(|(key, _)| key.to_vec()))
-                .collect()
-        })
-    }
-
-    /// The first offset key at or after `start`.
-    fn first_offset_key_from(&self, start: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.with(|open| {
-            open.db
-                .iterator_cf(
-                    open.family(Family::Offsets),
-                    IteratorMode::From(start, rocksdb::Direction::Forward),
-                )
-                .next()
-                .and_then(|item| item.ok())
-                .map(|(key, _)| key.to_vec())
-        })
-    }
-
-    /// Flush the entries, then the offsets: a crash between the two leaves entries
-    /// beyond the queues' `max` keys, which dispatching again overwrites with the same
-    /// bytes; the other order could leave `max` keys pointing at entries that were lost.
-    fn flush(&self) -> Result<()> {
-        if !self.writable {
-            return Ok(());
-        }
-        let mut options = FlushOptions::default();
-        options.set_wait(true);
-        for f in [Family::Entries, Family::Offsets] {
-            self.with(|open| open.db.flush_cf_opt(open.family(f), &options))?
-                .map_err(|error| self.error("flush", error))?;
-        }
-        Ok(())
-    }
-
-    fn compact_entries(&self) -> Result<()> {
-        self.with(|open| {
-            open.db
-                .compact_range_cf(open.family(Family::Entries), None::<&[u8]>, None::<&[u8]>)
-        })
-    }
-
-    fn close(&self) {
-        self.db.write().expect("database lock").take();
-    }
-}
 
 #[derive(Debug)]
 pub struct RocksDbConsumeQueueStore {
