@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::json_file::{load_json_config, persist_json_config};
 use crate::config::topics::DataVersion;
 use crate::error::Result;
-use crate::files::atomic_file::{load_json_config, persist_json_config};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -3,5 +3,6 @@
 
 pub mod checkpoint;
 pub mod consumer_offsets;
+pub mod json_file;
 pub mod lenient_json;
 pub mod topics;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::json_file::{load_json_config, persist_json_config};
 use crate::error::Result;
-use crate::files::atomic_file::{load_json_config, persist_json_config};
 
 /// Read and write permission, RocketMQ's default `perm`.
 pub const PERM_READ_WRITE: i32 = 6;

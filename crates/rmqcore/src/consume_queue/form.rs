@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::json_file::{load_json_config, persist_json_config};
 use crate::consume_queue::file_store::FileConsumeQueueStore;
 use crate::consume_queue::rocksdb::RocksDbConsumeQueueStore;
 use crate::consume_queue::ConsumeQueueStore;
 use crate::error::{Error, Result};
-use crate::files::atomic_file::{load_json_config, persist_json_config};
 use crate::options::{ConsumeQueueType, StoreOptions};
 
 #[derive(Debug, Default, Serialize, Deserialize)]
