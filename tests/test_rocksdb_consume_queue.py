@@ -171,17 +171,17 @@ def test_rmq_serve_with_rocksdb_consume_queues(tmp_path: Path) -> None:
     from rmq.cluster.local import LocalBroker
 
     data = tmp_path / "data"
-    with LocalBroker(data, shards=2, args=["--consume-queue", "rocksdb"]) as broker:
-        with Client(broker.endpoint) as client:
-            client.create_topic("Orders", queues=4)
-            with client.producer() as producer:
-                sent = [producer.send("Orders", f"m{i}".encode()) for i in range(200)]
-                for future in sent:
-                    future.result(timeout=30)
-            got = []
-            with client.consumer("g", "Orders") as consumer:
-                while len(got) < 200:
-                    got += [m.body for m in consumer.poll(timeout=5.0)]
+    broker = LocalBroker(data, shards=2, args=["--consume-queue", "rocksdb"])
+    with broker, Client(broker.endpoint) as client:
+        client.create_topic("Orders", queues=4)
+        with client.producer() as producer:
+            sent = [producer.send("Orders", f"m{i}".encode()) for i in range(200)]
+            for future in sent:
+                future.result(timeout=30)
+        got = []
+        with client.consumer("g", "Orders") as consumer:
+            while len(got) < 200:
+                got += [m.body for m in consumer.poll(timeout=5.0)]
     assert sorted(got) == sorted(f"m{i}".encode() for i in range(200))
     for shard in ("shard-0", "shard-1"):
         with rmq.Store(data / shard, read_only=True) as store:
