@@ -9,6 +9,10 @@ RocketMQ's own store library is the judge, not rmq's reading of the format:
 * rmq writes a store; the Java harness (tests/interop/) opens it with RocketMQ's
   DefaultMessageStore, lets it recover, and must return exactly rmq's messages through its
   consume queues and through its key index.
+* Both again with RocketMQ 5's RocksDB consume queue (``consume_queue_type="rocksdb"``,
+  RocketMQ's ``storeType=defaultRocksDB``): RocketMQ 5.3.3's RocksDBMessageStore reads the
+  database rmq wrote, and rmq reads the one RocketMQ wrote (LZ4 and ZSTD table files of
+  RocketMQ's RocksDB 8.4, read by the system's RocksDB).
 
 The harness is built once per session with Maven (``mvn -B -q``, offline first, online when
 the local repository lacks something). Nothing here is ever skipped: without Java or
@@ -42,11 +46,15 @@ FIXTURES_DIR = ROOT / "tests" / "fixtures" / "rocketmq"
 ROCKETMQ_RELEASES = {"rocketmq4": "4.9.8", "rocketmq5": "5.3.3"}
 # RocketMQ 5 also wrote retry and DLQ topics over 127 bytes, as V2 records.
 LONG_TOPICS_FIXTURE = f"rocketmq-{ROCKETMQ_RELEASES['rocketmq5']}-longtopics-clean"
+# RocketMQ 5 with its RocksDB consume queue (storeType=defaultRocksDB).
+ROCKSDB_FIXTURE = f"rocketmq-{ROCKETMQ_RELEASES['rocketmq5']}-rocksdb-clean"
 FIXTURES = [
     f"rocketmq-{version}-{mode}"
     for version in ROCKETMQ_RELEASES.values()
     for mode in ("clean", "abort")
-] + [LONG_TOPICS_FIXTURE]
+] + [LONG_TOPICS_FIXTURE, ROCKSDB_FIXTURE]
+# RocketMQ's storeType -> rmq's consume_queue_type.
+CONSUME_QUEUE_TYPES = {"default": "file", "defaultRocksDB": "rocksdb"}
 
 # rmq's stores for RocketMQ use the fixtures' small sizes, so every kind of file rolls.
 RMQ_SEGMENT_SIZE = 8192
@@ -122,10 +130,12 @@ class Dump:
 
     store: dict[str, Any] = field(default_factory=dict)
     queues: dict[QueueKey, dict[str, Any]] = field(default_factory=dict)
+    entries: dict[QueueKey, list[dict[str, Any]]] = field(default_factory=dict)
     by_queue: dict[QueueKey, list[dict[str, Any]]] = field(default_factory=dict)
     index_only: list[dict[str, Any]] = field(default_factory=list)
     keys: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     problems: list[dict[str, Any]] = field(default_factory=list)
+    table_files: list[dict[str, Any]] = field(default_factory=list)  # RocksDB form
 
     @classmethod
     def parse(cls, text: str) -> Dump:
@@ -137,6 +147,10 @@ class Dump:
                 dump.store = item
             elif kind == "queue":
                 dump.queues[(item["topic"], item["queueId"])] = item
+            elif kind == "entry":
+                dump.entries.setdefault((item["topic"], item["queueId"]), []).append(item)
+            elif kind == "sst":
+                dump.table_files.append(item)
             elif kind == "message" and item["via"] == "queue":
                 dump.by_queue.setdefault((item["topic"], item["queueId"]), []).append(item)
             elif kind == "message":
@@ -151,6 +165,10 @@ class Dump:
 
     def topics(self) -> set[str]:
         return {topic for topic, _ in self.queues}
+
+    def consume_queue_type(self) -> str:
+        """rmq's name for the form RocketMQ opened (dumps from before the field: files)."""
+        return CONSUME_QUEUE_TYPES[self.store.get("storeType", "default")]
 
 
 # --- one comparable shape for both sides -------------------------------------------------
@@ -227,6 +245,29 @@ def rmq_fields(message: rmq.Message) -> dict[str, Any]:
     return fields
 
 
+def rocketmq_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A consume-queue entry of the dump in the shape of ``rmq_entry``."""
+    return {
+        "queue_offset": entry["queueOffset"],
+        "commitlog_offset": entry["commitLogOffset"],
+        "size": entry["size"],
+        "tags_code": entry["tagsCode"],
+        "store_timestamp": entry["storeTime"],
+    }
+
+
+def rmq_entry(message: rmq.Message) -> dict[str, Any]:
+    """The consume-queue entry RocketMQ must hold for a message rmq returns: where the
+    record is, its size, its tags' Java hash (0 without tags) and its store time."""
+    return {
+        "queue_offset": message.queue_offset,
+        "commitlog_offset": message.commitlog_offset,
+        "size": message.store_size,
+        "tags_code": rmq.java_string_hash(message.tags) if message.tags else 0,
+        "store_timestamp": message.store_timestamp,
+    }
+
+
 def read_queue(store: rmq.Store, topic: str, queue_id: int) -> list[rmq.Message]:
     """Every message of one queue, from its min offset to its max."""
     messages: list[rmq.Message] = []
@@ -282,35 +323,95 @@ def test_rmq_reads_exactly_what_rocketmq_wrote(name: str, tmp_path: Path) -> Non
     assert (root / "abort").exists() == name.endswith("-abort")
     before = file_digests(root)
 
-    with rmq.Store(
-        root,
-        read_only=True,
-        commitlog_segment_size=dump.store["commitlogSegmentSize"],
-        consume_queue_entries_per_file=dump.store["cqEntriesPerFile"],
-    ) as store:
-        assert set(store.topics()) == dump.topics()
-        assert store.commitlog_min_offset() == dump.store["minPhyOffset"]
-        assert store.commitlog_max_offset() == dump.store["maxPhyOffset"]
-        for (topic, queue_id), queue in sorted(dump.queues.items()):
-            where = f"{topic}/{queue_id}"
-            assert store.min_offset(topic, queue_id) == queue["minOffset"], where
-            assert store.max_offset(topic, queue_id) == queue["maxOffset"], where
-            expected = [rocketmq_fields(m) for m in dump.by_queue.get((topic, queue_id), [])]
-            actual = [rmq_fields(m) for m in read_queue(store, topic, queue_id)]
-            assert actual == expected, where
-        # Records no queue holds (a prepared transaction half) are still readable by offset.
-        assert dump.index_only, "the fixtures hold a prepared half found only by key"
-        for message in dump.index_only:
-            actual_one = rmq_fields(store.get_at(message["commitLogOffset"]))
-            assert actual_one == rocketmq_fields(message)
-        # Key lookups through RocketMQ's own index files find what RocketMQ's queryMessage
-        # found (rmq also drops hash collisions, which these small fixtures do not have).
-        assert dump.keys, "the fixtures index keys"
-        for (topic, key), offsets in sorted(dump.keys.items()):
-            found = {m.commitlog_offset for m in store.query_by_key(topic, key, max_count=64)}
-            assert found == offsets, f"{topic}#{key}"
+    with open_fixture(root, dump, read_only=True) as store:
+        assert store.consume_queue_type == dump.consume_queue_type()
+        assert_rmq_reads_what_rocketmq_read(store, dump)
 
     assert file_digests(root) == before, "read_only=True changed files"
+
+
+def open_fixture(root: Path, dump: Dump, read_only: bool) -> rmq.Store:
+    """A fixture opened with the sizes it was written with (from the dump's store line);
+    its consume-queue form is left for rmq to tell from the files."""
+    return rmq.Store(
+        root,
+        read_only=read_only,
+        commitlog_segment_size=dump.store["commitlogSegmentSize"],
+        consume_queue_entries_per_file=dump.store["cqEntriesPerFile"],
+    )
+
+
+def assert_rmq_reads_what_rocketmq_read(store: rmq.Store, dump: Dump) -> None:
+    """rmq finds the topics, offsets, queues, messages and keys RocketMQ found, field by
+    field, and (dumps that list them) the consume-queue entries behind the messages."""
+    assert set(store.topics()) == dump.topics()
+    assert store.commitlog_min_offset() == dump.store["minPhyOffset"]
+    assert store.commitlog_max_offset() == dump.store["maxPhyOffset"]
+    for (topic, queue_id), queue in sorted(dump.queues.items()):
+        where = f"{topic}/{queue_id}"
+        assert store.min_offset(topic, queue_id) == queue["minOffset"], where
+        assert store.max_offset(topic, queue_id) == queue["maxOffset"], where
+        messages = read_queue(store, topic, queue_id)
+        expected = [rocketmq_fields(m) for m in dump.by_queue.get((topic, queue_id), [])]
+        assert [rmq_fields(m) for m in messages] == expected, where
+        if dump.entries:
+            entries = [rocketmq_entry(e) for e in dump.entries.get((topic, queue_id), [])]
+            assert [rmq_entry(m) for m in messages] == entries, where
+    # Records no queue holds (a prepared transaction half) are still readable by offset.
+    assert dump.index_only, "the fixtures hold a prepared half found only by key"
+    for message in dump.index_only:
+        actual_one = rmq_fields(store.get_at(message["commitLogOffset"]))
+        assert actual_one == rocketmq_fields(message)
+    # Key lookups through RocketMQ's own index files find what RocketMQ's queryMessage
+    # found (rmq also drops hash collisions, which these small fixtures do not have).
+    assert dump.keys, "the fixtures index keys"
+    for (topic, key), offsets in sorted(dump.keys.items()):
+        found = {m.commitlog_offset for m in store.query_by_key(topic, key, max_count=64)}
+        assert found == offsets, f"{topic}#{key}"
+
+
+@pytest.mark.parametrize("read_only", [True, False], ids=["read-only", "writable"])
+def test_rmq_reads_rocketmqs_rocksdb_consume_queue(
+    harness: Harness, read_only: bool, tmp_path: Path
+) -> None:
+    """RocketMQ 5.3.3's RocksDB consume queue, written by the RocksDB 8.4 inside its
+    rocketmq-rocksdb jar (LZ4 level-0 and ZSTD bottommost table files), read by rmq
+    through the system's RocksDB, read-only and writable. Read-only, rmq must use
+    RocketMQ's entries as they are; writable, rmq recovers (re-dispatching the last
+    segment, as for any RocketMQ store) and RocketMQ must then read the database rmq wrote
+    into exactly as before."""
+    dump = Dump.parse((FIXTURES_DIR / f"{ROCKSDB_FIXTURE}.jsonl").read_text(encoding="utf-8"))
+    assert dump.problems == [], "RocketMQ itself could not read its fixture"
+    assert dump.store["messageStore"] == "RocksDBMessageStore"
+    assert dump.store["consumeQueueStore"] == "RocksDBConsumeQueueStore"
+    assert dump.store["dispatchedOnOpen"] == 0, "RocketMQ rebuilt its own queues"
+    compressions = {f["compression"] for f in dump.table_files if f["columnFamily"] == "default"}
+    assert {"LZ4", "ZSTD"} <= compressions, "the fixture holds both kinds of table file"
+    entries = sum(len(e) for e in dump.entries.values())
+    assert entries == sum(len(m) for m in dump.by_queue.values()) > 40
+    root = extract_fixture(ROCKSDB_FIXTURE, tmp_path / "fixture")
+    assert not any(p.is_dir() for p in (root / "consumequeue").iterdir())
+    before = file_digests(root)
+
+    with open_fixture(root, dump, read_only=read_only) as store:
+        assert store.consume_queue_type == "rocksdb"
+        if read_only:
+            assert store.recovery_report.records_redispatched == 0
+        assert_rmq_reads_what_rocketmq_read(store, dump)
+
+    if read_only:
+        assert file_digests(root) == before, "read_only=True changed files"
+        return
+    with open_fixture(root, dump, read_only=True) as store:  # what rmq left, reread
+        assert_rmq_reads_what_rocketmq_read(store, dump)
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    again = harness.dump(ROCKETMQ_RELEASES["rocketmq5"], copy, "--store-type", "rocksdb")
+    assert again.problems == []
+    assert again.store["dispatchedOnOpen"] == 0, "RocketMQ rebuilt the queues rmq left"
+    assert again.queues == dump.queues
+    assert again.entries == dump.entries
+    assert again.by_queue == dump.by_queue
 
 
 INSPECT_FIELDS = (
@@ -451,13 +552,20 @@ class RmqView:
             messages[(topic, queue_id)] = read_queue(store, topic, queue_id)
         return cls(queues, messages, store.commitlog_max_offset())
 
-    def keys(self) -> dict[tuple[str, str], set[int]]:
+    def keys(self, from_offset: int = 0) -> dict[tuple[str, str], set[int]]:
+        """Every indexed key and the commit-log offsets of its messages (those at or past
+        ``from_offset``)."""
         found: dict[tuple[str, str], set[int]] = {}
         for (topic, _), messages in self.messages.items():
             for message in messages:
+                if message.commitlog_offset < from_offset:
+                    continue
                 for key in indexed_keys(message):
                     found.setdefault((topic, key), set()).add(message.commitlog_offset)
         return found
+
+    def records_from(self, offset: int) -> int:
+        return sum(m.commitlog_offset >= offset for ms in self.messages.values() for m in ms)
 
 
 # (case, store host): a store closed by rmq, and a copy taken while rmq still had it open.
@@ -487,6 +595,19 @@ def test_rocketmq_reads_exactly_what_rmq_wrote(
 
     dump = harness.dump(release, for_rocketmq)
 
+    assert dump.consume_queue_type() == "file"
+    if case == "closed":
+        assert dump.store["dispatchedOnOpen"] == 0, f"RocketMQ {release} rebuilt rmq's queues"
+    assert_rocketmq_reads_what_rmq_holds(dump, view, release)
+
+
+def assert_rocketmq_reads_what_rmq_holds(
+    dump: Dump, view: RmqView, release: str, indexed_from: int = 0
+) -> None:
+    """RocketMQ's dump of a store rmq wrote holds rmq's commit-log end, queues with their
+    min and max offsets, consume-queue entries and messages field by field, and the same
+    messages for every key through its index (for the records at or past
+    ``indexed_from``: RocketMQ's index has none of those before)."""
     assert dump.problems == [], f"RocketMQ {release} could not read every queue"
     assert dump.store["maxPhyOffset"] == view.commitlog_max_offset
     assert set(dump.queues) == set(view.queues)
@@ -497,10 +618,66 @@ def test_rocketmq_reads_exactly_what_rmq_wrote(
         expected = [rmq_fields(m) for m in view.messages[queue]]
         actual = [rocketmq_fields(m) for m in dump.by_queue.get(queue, [])]
         assert actual == expected, where
+        entries = [rocketmq_entry(e) for e in dump.entries.get(queue, [])]
+        assert entries == [rmq_entry(m) for m in view.messages[queue]], where
     assert dump.index_only == []
-    missing = {key for key, offsets in dump.keys.items() if not offsets}
+    assert set(dump.keys) == set(view.keys()), "RocketMQ's dump queried other keys"
+    indexed = view.keys(indexed_from)
+    missing = {key for key in indexed if not dump.keys[key]}
     assert not missing, f"RocketMQ {release}'s key index finds nothing for {sorted(missing)[:5]}"
-    assert dump.keys == view.keys(), f"RocketMQ {release}'s key index differs from rmq's messages"
+    found = {key: offsets for key, offsets in dump.keys.items() if offsets}
+    assert found == indexed, f"RocketMQ {release}'s key index differs from rmq's messages"
+
+
+@pytest.mark.parametrize(("case", "store_host"), WRITE_CASES, ids=[c for c, _ in WRITE_CASES])
+def test_rocketmq_reads_exactly_what_rmq_wrote_in_rocksdb(
+    harness: Harness, case: str, store_host: str, tmp_path: Path
+) -> None:
+    """rmq's RocksDB consume queue, judged by RocketMQ 5.3.3's RocksDBMessageStore
+    (storeType=defaultRocksDB). Closed by rmq, RocketMQ must find every entry in rmq's
+    database and dispatch nothing again.
+
+    Copied while open (abort file present), RocketMQ's abnormal recovery of the RocksDB
+    form starts at the last commit-log segment that begins at or below the offset
+    CHECKPOINT_TOPIC records (CommitLog.isMappedFileMatchedRecover): it dispatches that
+    segment's records again and uses rmq's entries for the rest. It also deletes every
+    index file newer than the checkpoint's indexMsgTimestamp, which is 0 while no index
+    file is full (IndexService.load), so its key index then holds the re-dispatched
+    records only; the test holds RocketMQ to exactly that."""
+    written, for_rocketmq = tmp_path / "rmq", tmp_path / "copy"
+    release = ROCKETMQ_RELEASES["rocketmq5"]
+    with rmq.Store(
+        written,
+        commitlog_segment_size=RMQ_SEGMENT_SIZE,
+        store_host=store_host,
+        consume_queue_type="rocksdb",
+    ) as store:
+        put_fixture_messages(store)
+        view = RmqView.of(store)
+        if case == "copied-while-open":
+            store.flush()
+            shutil.copytree(written, for_rocketmq)
+    if case == "closed":
+        shutil.copytree(written, for_rocketmq)
+    records = sum(len(m) for m in view.messages.values())
+    assert records > 40
+    assert not any(p.is_dir() for p in (for_rocketmq / "consumequeue").iterdir())
+
+    dump = harness.dump(release, for_rocketmq, "--store-type", "rocksdb")
+
+    assert dump.store["messageStore"] == "RocksDBMessageStore"
+    assert dump.store["consumeQueueStore"] == "RocksDBConsumeQueueStore"
+    assert dump.table_files, "RocksDB listed no table file in rmq's consumequeue/"
+    if case == "closed":
+        assert dump.store["dispatchedOnOpen"] == 0, "RocketMQ rebuilt rmq's consume queues"
+        assert_rocketmq_reads_what_rmq_holds(dump, view, release)
+    else:
+        # rmq's CHECKPOINT_TOPIC offset is the log's end; records never span segments.
+        last_segment = (view.commitlog_max_offset - 1) // RMQ_SEGMENT_SIZE * RMQ_SEGMENT_SIZE
+        redispatched = view.records_from(last_segment)
+        assert 0 < redispatched < records
+        assert dump.store["dispatchedOnOpen"] == redispatched
+        assert_rocketmq_reads_what_rmq_holds(dump, view, release, indexed_from=last_segment)
 
 
 def test_rocketmq_5_reads_the_v2_records_rmq_wrote_for_long_topics(

@@ -16,15 +16,21 @@ import java.util.Set;
  */
 public final class Main {
     private static final Set<String> VALUE_OPTIONS =
-        Set.of("commitlog-segment-size", "cq-entries-per-file", "index-slots", "index-entries", "out");
+        Set.of("commitlog-segment-size", "cq-entries-per-file", "index-slots", "index-entries", "store-type", "out");
 
     private static final String USAGE = String.join("\n",
         "usage:",
-        "  write STORE_DIR MESSAGES.jsonl [--abort] [sizes] [--out FILE]",
+        "  write STORE_DIR MESSAGES.jsonl [--abort] [--store-type FORM] [--compact-after N]",
+        "        [sizes] [--out FILE]",
         "      append the messages, then shut down cleanly, or with --abort halt once",
-        "      everything is dispatched (abort file left, like a copy of a running broker)",
-        "  dump STORE_DIR [--keys-from MESSAGES.jsonl] [sizes] [--out FILE]",
+        "      everything is dispatched (abort file left, like a copy of a running broker);",
+        "      --compact-after N (rocksdb): after N input lines, run RocketMQ's compaction of",
+        "      the consume queue (bottommost level: ZSTD), the rest stays in level 0 (LZ4)",
+        "  dump STORE_DIR [--keys-from MESSAGES.jsonl] [--store-type FORM] [sizes] [--out FILE]",
         "      recover the store in place and print every message by queue and by key",
+        "--store-type: the consume-queue form, file (RocketMQ's storeType default) or",
+        "  rocksdb (defaultRocksDB, RocketMQ 5 only); write: file unless given, dump: the",
+        "  form the files of consumequeue/ show unless given",
         "sizes (write defaults; dump reads them from the files when not given):",
         "  --commitlog-segment-size BYTES (65536)  --cq-entries-per-file N (16)",
         "  --index-slots N (32)  --index-entries N (128)");
@@ -60,11 +66,18 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         switch (command) {
             case "write": {
-                Options options = new Options(rest, Set.of("abort"), VALUE_OPTIONS);
+                Set<String> names = new HashSet<>(VALUE_OPTIONS);
+                names.add("compact-after");
+                Options options = new Options(rest, Set.of("abort"), names);
                 Path root = Path.of(options.positional(0, "STORE_DIR"));
                 Path messages = Path.of(options.positional(1, "MESSAGES.jsonl"));
+                StoreLayout layout = StoreLayout.fromOptions(options);
+                Integer compactAfter = options.intValue("compact-after");
+                if (compactAfter != null && layout.form != ConsumeQueueForm.ROCKSDB) {
+                    throw new Options.UsageException("--compact-after needs --store-type rocksdb");
+                }
                 try (PrintStream out = output(options, stdout)) {
-                    new StoreWriter(root, StoreLayout.fromOptions(options), out).write(messages, options.flag("abort"));
+                    new StoreWriter(root, layout, out).write(messages, options.flag("abort"), compactAfter);
                 }
                 return 0;
             }

@@ -27,17 +27,26 @@ import org.apache.rocketmq.store.QueryMessageResult;
 import rmq.interop.compat.RocketMq;
 
 /**
- * The dump command: opens a store directory with RocketMQ's DefaultMessageStore, lets
- * it recover exactly as a starting broker would (load, start, wait for dispatch), and
+ * The dump command: opens a store directory with RocketMQ's DefaultMessageStore (a
+ * RocksDBMessageStore for the RocksDB consume queue, as the broker chooses it), lets it
+ * recover exactly as a starting broker would (load, start, wait for dispatch), and
  * prints, as JSON lines:
  *
  * <ul>
- *   <li>{@code store}: RocketMQ version, sizes used, whether the abort file was there,
- *       commit-log min and max offsets;</li>
+ *   <li>{@code store}: RocketMQ version, store type and classes, how many records RocketMQ
+ *       dispatched while opening (0: it used the consume queues as they were), sizes used,
+ *       whether the abort file was there, commit-log min and max offsets;</li>
+ *   <li>{@code sst}: for the RocksDB form, every table file of consumequeue/ as it was
+ *       before RocketMQ opened it (column family, level, compression, entries, bytes before
+ *       and after compression), read by RocksDB itself;</li>
  *   <li>{@code queue}: min and max offset of every topic queue;</li>
+ *   <li>{@code entry}: every consume-queue entry from the queue's min offset to its max, as
+ *       the queue's own reader returns it (commit-log offset, size, tags code, store
+ *       time);</li>
  *   <li>{@code message} with {@code via=queue}: every message read through the consume
  *       queues (getMessage from the queue's min offset), in queue order;</li>
- *   <li>{@code problem}: a queue read that did not return FOUND before reaching the max;</li>
+ *   <li>{@code problem}: a queue read that did not return FOUND before reaching the max,
+ *       or an offset below the max with no entry ({@code NO_ENTRY});</li>
  *   <li>{@code key}: for every key of those messages (KEYS tokens and UNIQ_KEY), the
  *       commit-log offsets queryMessage returned for it, kept only when the record has that
  *       topic and key (the broker leaves hash collisions to the client, so the harness plays
@@ -74,15 +83,21 @@ final class StoreDumper {
         StoreLayout layout = StoreLayout.inferred(options, root);
         boolean abortPresent = Files.exists(root.resolve("abort"));
         StoreTopics topics = StoreTopics.discover(root);
+        // The table files as they were handed over, before RocketMQ's open may compact them.
+        List<SstFile> tableFiles = layout.form == ConsumeQueueForm.ROCKSDB
+            ? RocketMq.sstFiles(root.resolve("consumequeue")) : List.of();
 
         DefaultMessageStore store = RocketMq.newStore(layout.toConfig(root), topics.configs);
+        Dispatch dispatch = Dispatch.watch(store);
         if (!store.load()) {
             throw new IllegalStateException("RocketMQ refused to load the store at " + root);
         }
         store.start();
-        Dispatch.awaitCaughtUp(store);
+        dispatch.awaitCaughtUp();
+        topics.addQueues(RocketMq.rocksDbQueues(store));
 
-        printStoreLine(store, layout, abortPresent);
+        printStoreLine(store, layout, abortPresent, dispatch.records());
+        tableFiles.forEach(this::printTableFile);
         SortedMap<String, SortedSet<String>> keys = new TreeMap<>();
         Set<Long> seenOffsets = new TreeSet<>();
         for (Map.Entry<String, SortedSet<Integer>> topic : topics.queues.entrySet()) {
@@ -103,10 +118,15 @@ final class StoreDumper {
         store.shutdown();
     }
 
-    private void printStoreLine(DefaultMessageStore store, StoreLayout layout, boolean abortPresent) {
+    private void printStoreLine(DefaultMessageStore store, StoreLayout layout, boolean abortPresent,
+        long dispatchedOnOpen) {
         JsonObject line = new JsonObject();
         line.addProperty("kind", "store");
         line.addProperty("rocketmqVersion", MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
+        line.addProperty("storeType", layout.form.storeType);
+        line.addProperty("messageStore", store.getClass().getSimpleName());
+        line.addProperty("consumeQueueStore", RocketMq.consumeQueueStoreName(store));
+        line.addProperty("dispatchedOnOpen", dispatchedOnOpen);
         line.addProperty("abortFilePresent", abortPresent);
         line.addProperty("commitlogSegmentSize", layout.commitlogSegmentSize);
         line.addProperty("cqEntriesPerFile", layout.cqEntriesPerFile);
@@ -114,6 +134,19 @@ final class StoreDumper {
         line.addProperty("indexEntries", layout.indexEntries);
         line.addProperty("minPhyOffset", store.getMinPhyOffset());
         line.addProperty("maxPhyOffset", store.getMaxPhyOffset());
+        out.println(gson.toJson(line));
+    }
+
+    private void printTableFile(SstFile file) {
+        JsonObject line = new JsonObject();
+        line.addProperty("kind", "sst");
+        line.addProperty("columnFamily", file.columnFamily());
+        line.addProperty("file", file.file());
+        line.addProperty("level", file.level());
+        line.addProperty("compression", file.compression());
+        line.addProperty("entries", file.entries());
+        line.addProperty("rawBytes", file.rawBytes());
+        line.addProperty("dataBytes", file.dataBytes());
         out.println(gson.toJson(line));
     }
 
@@ -128,6 +161,7 @@ final class StoreDumper {
         queueLine.addProperty("minOffset", min);
         queueLine.addProperty("maxOffset", max);
         out.println(gson.toJson(queueLine));
+        dumpEntries(store, topic, queueId, min, max);
 
         long offset = min;
         while (offset < max) {
@@ -157,6 +191,27 @@ final class StoreDumper {
                     result.release();
                 }
             }
+        }
+    }
+
+    private void dumpEntries(DefaultMessageStore store, String topic, int queueId, long min, long max) {
+        long offset = min;
+        for (QueueEntry entry : RocketMq.entries(store, topic, queueId, min, max)) {
+            if (entry == null) {
+                printProblem(topic, queueId, offset, "NO_ENTRY", offset + 1);
+            } else {
+                JsonObject line = new JsonObject();
+                line.addProperty("kind", "entry");
+                line.addProperty("topic", topic);
+                line.addProperty("queueId", queueId);
+                line.addProperty("queueOffset", entry.queueOffset());
+                line.addProperty("commitLogOffset", entry.commitLogOffset());
+                line.addProperty("size", entry.size());
+                line.addProperty("tagsCode", entry.tagsCode());
+                line.addProperty("storeTime", entry.storeTime());
+                out.println(gson.toJson(line));
+            }
+            offset++;
         }
     }
 

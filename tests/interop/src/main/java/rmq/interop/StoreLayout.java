@@ -7,11 +7,13 @@ import java.util.Optional;
 import java.util.stream.Stream;
 import org.apache.rocketmq.store.config.FlushDiskType;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
+import rmq.interop.compat.RocketMq;
 
 /**
- * The file sizes a store was written with. RocketMQ's files do not record them, so a
- * reader must be configured with the writer's values: dump infers them from the files
- * when they are not given on the command line.
+ * The file sizes and the consume-queue form a store was written with. RocketMQ's files
+ * do not record the sizes, so a reader must be configured with the writer's values: dump
+ * infers them from the files when they are not given on the command line, and tells the
+ * form from the files of consumequeue/.
  */
 final class StoreLayout {
     /** Consume-queue entries are 20 bytes. */
@@ -31,34 +33,47 @@ final class StoreLayout {
     final int cqEntriesPerFile;
     final int indexSlots;
     final int indexEntries;
+    /** File consume queues, or (RocketMQ 5) the RocksDB consume queue. */
+    final ConsumeQueueForm form;
 
-    StoreLayout(int commitlogSegmentSize, int cqEntriesPerFile, int indexSlots, int indexEntries) {
+    StoreLayout(int commitlogSegmentSize, int cqEntriesPerFile, int indexSlots, int indexEntries,
+        ConsumeQueueForm form) {
         this.commitlogSegmentSize = commitlogSegmentSize;
         this.cqEntriesPerFile = cqEntriesPerFile;
         this.indexSlots = indexSlots;
         this.indexEntries = indexEntries;
+        this.form = form;
+        if (form == ConsumeQueueForm.ROCKSDB && !RocketMq.HAS_ROCKSDB_CONSUME_QUEUE) {
+            throw new Options.UsageException("RocketMQ " + RocketMq.version()
+                + " has no RocksDB consume queue (--store-type rocksdb needs RocketMQ 5)");
+        }
     }
 
-    /** The sizes given as options, each falling back to the harness default. */
+    /** The sizes and form given as options, each falling back to the harness default. */
     static StoreLayout fromOptions(Options options) {
+        String form = options.value("store-type", null);
         return new StoreLayout(
             orDefault(options.intValue("commitlog-segment-size"), DEFAULT_COMMITLOG_SEGMENT_SIZE),
             orDefault(options.intValue("cq-entries-per-file"), DEFAULT_CQ_ENTRIES_PER_FILE),
             orDefault(options.intValue("index-slots"), DEFAULT_INDEX_SLOTS),
-            orDefault(options.intValue("index-entries"), DEFAULT_INDEX_ENTRIES));
+            orDefault(options.intValue("index-entries"), DEFAULT_INDEX_ENTRIES),
+            form == null ? ConsumeQueueForm.FILE : ConsumeQueueForm.parse(form));
     }
 
     /**
      * The sizes given as options; a size not given is read from the store's files, and
-     * only when there is no such file does the harness default apply.
+     * only when there is no such file does the harness default apply. The form is the
+     * {@code store-type} option, or else the one the files of consumequeue/ show.
      */
     static StoreLayout inferred(Options options, Path root) throws IOException {
+        String formOption = options.value("store-type", null);
+        ConsumeQueueForm form = formOption == null ? ConsumeQueueForm.detect(root) : ConsumeQueueForm.parse(formOption);
         Integer segment = options.intValue("commitlog-segment-size");
         if (segment == null) {
             segment = firstFileSize(root.resolve("commitlog")).map(Math::toIntExact).orElse(null);
         }
         Integer cqEntries = options.intValue("cq-entries-per-file");
-        if (cqEntries == null) {
+        if (cqEntries == null && form == ConsumeQueueForm.FILE) {
             cqEntries = firstFileSize(root.resolve("consumequeue"))
                 .map(size -> Math.toIntExact(size / CQ_ENTRY_SIZE)).orElse(null);
         }
@@ -82,10 +97,15 @@ final class StoreLayout {
             orDefault(segment, DEFAULT_COMMITLOG_SEGMENT_SIZE),
             orDefault(cqEntries, DEFAULT_CQ_ENTRIES_PER_FILE),
             orDefault(slots, DEFAULT_INDEX_SLOTS),
-            orDefault(entries, DEFAULT_INDEX_ENTRIES));
+            orDefault(entries, DEFAULT_INDEX_ENTRIES),
+            form);
     }
 
-    /** A store configuration for this layout rooted at {@code root}. */
+    /**
+     * A store configuration for this layout rooted at {@code root}. The RocksDB form is
+     * RocketMQ's {@code storeType=defaultRocksDB}, with the rest of RocketMQ's defaults for
+     * it (LZ4 compression, ZSTD at the bottom level).
+     */
     MessageStoreConfig toConfig(Path root) {
         MessageStoreConfig config = new MessageStoreConfig();
         config.setStorePathRootDir(root.toString());
@@ -94,6 +114,7 @@ final class StoreLayout {
         config.setMappedFileSizeConsumeQueue(cqEntriesPerFile * CQ_ENTRY_SIZE);
         config.setMaxHashSlotNum(indexSlots);
         config.setMaxIndexNum(indexEntries);
+        RocketMq.setStoreType(config, form.storeType);
         // Every put is on disk when it returns, so a halted writer leaves whole records.
         config.setFlushDiskType(FlushDiskType.SYNC_FLUSH);
         // The harness must never delete a file because the test machine's disk is busy
@@ -129,6 +150,7 @@ final class StoreLayout {
     @Override
     public String toString() {
         return "commitlog segment " + commitlogSegmentSize + " B, " + cqEntriesPerFile
-            + " CQ entries per file, index " + indexSlots + " slots / " + indexEntries + " entries";
+            + " CQ entries per file, index " + indexSlots + " slots / " + indexEntries + " entries, "
+            + form.optionName + " consume queue";
     }
 }

@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.Set;
 import java.util.SortedMap;
 import java.util.SortedSet;
 import java.util.TreeMap;
@@ -15,8 +16,9 @@ import rmq.interop.compat.RocketMq;
 
 /**
  * Which topics and queues a store holds. RocketMQ's store does not read topics.json
- * (the broker does), so the dump takes the union of the consume-queue directories and
- * the queues declared in config/topics.json.
+ * (the broker does), so the dump takes the union of the queues declared in
+ * config/topics.json, the consume-queue directories (file form) and, once RocketMQ has
+ * opened a RocksDB consume queue, the queues of its offset table ({@link #addQueues}).
  */
 final class StoreTopics {
     /** Topic configs from config/topics.json, parsed by RocketMQ's own serializer. */
@@ -64,6 +66,11 @@ final class StoreTopics {
                 }
             }
         }
+    }
+
+    /** Queues found elsewhere (the RocksDB offset table). */
+    void addQueues(Map<String, ? extends Set<Integer>> found) {
+        found.forEach((topic, queueIds) -> queueIds.forEach(queueId -> add(topic, queueId)));
     }
 
     private void add(String topic, int queueId) {

@@ -24,8 +24,9 @@ import rmq.interop.compat.RocketMq;
 
 /**
  * The write command: appends messages to a store directory through RocketMQ's
- * DefaultMessageStore, as a broker would, and writes config/topics.json the way the
- * broker does (the store library itself never writes it).
+ * DefaultMessageStore (RocksDBMessageStore for the RocksDB consume queue), as a broker
+ * would, and writes config/topics.json the way the broker does (the store library itself
+ * never writes it).
  *
  * With {@code abort}, the process halts without shutting the store down once every
  * message is dispatched: the directory is then what a copy taken from a running broker
@@ -46,23 +47,34 @@ final class StoreWriter {
         this.out = out;
     }
 
-    void write(Path messagesFile, boolean abort) throws Exception {
+    /**
+     * @param compactAfter with the RocksDB form, the number of input lines after which
+     *     RocketMQ's consume-queue compaction runs (null: never), so that the store holds
+     *     both a ZSTD bottommost table file and an LZ4 level-0 one
+     */
+    void write(Path messagesFile, boolean abort, Integer compactAfter) throws Exception {
         List<MessageSpec> specs = readSpecs(messagesFile);
         Map<String, TopicConfig> topics = topicsOf(specs);
         Files.createDirectories(root);
         writeTopicsJson(topics);
 
         DefaultMessageStore store = RocketMq.newStore(layout.toConfig(root), topics);
+        Dispatch dispatch = Dispatch.watch(store);
         if (!store.load()) {
             throw new IllegalStateException("RocketMQ could not load the store at " + root);
         }
         store.start();
+        int written = 0;
         for (MessageSpec spec : specs) {
             PutMessageResult result = spec.isBatch() ? store.putMessages(toBatch(spec))
                 : RocketMq.put(store, toMessage(spec));
             report(spec, result);
+            if (compactAfter != null && ++written == compactAfter) {
+                dispatch.awaitCaughtUp();
+                RocketMq.compactConsumeQueues(store);
+            }
         }
-        Dispatch.awaitCaughtUp(store);
+        dispatch.awaitCaughtUp();
         out.flush();
         if (abort) {
             // No shutdown hook, no flush of the checkpoint: like kill -9 on a running broker.
