@@ -82,13 +82,13 @@ def run_rmq(case: Case, workdir: Path, consume_queue_type: str) -> Metrics:
     raise RuntimeError(f"probe failed (exit {proc.returncode}): {proc.stderr[-800:]}")
 
 
-def run_rocketmq(case: Case, workdir: Path) -> Metrics:
+def run_rocketmq(case: Case, workdir: Path, store_type: str) -> Metrics:
     from bench.peers.rocketmq import store_bench
 
     queues = case.params["queues"]
-    path = workdir / "rocketmq"
-    store_bench(["fill", str(path), str(queues)], timeout=3600)
-    out = store_bench(["open", str(path), str(queues)], timeout=3600)
+    path = workdir / f"rocketmq-{store_type}"
+    store_bench(["fill", str(path), str(queues), store_type], timeout=3600)
+    out = store_bench(["open", str(path), str(queues), store_type], timeout=3600)
     if out.get("queues_served") != queues:
         raise RuntimeError(f"RocketMQ served {out.get('queues_served')} of {queues} queues")
     return out
@@ -126,11 +126,20 @@ def build(ctx: Context) -> Benchmark:
             ),
             System(
                 "RocketMQ store",
-                run_rocketmq,
+                lambda case, workdir: run_rocketmq(case, workdir, "default"),
                 role="peer",
                 tags=frozenset({"java", "rocketmq"}),
                 note="RocketMQ 5.3.3 DefaultMessageStore, default sizes (5.7 MB consume-queue "
-                "files); JVM start not timed, its baseline files and maps included",
+                "files), queues in one topic; JVM start not timed, its baseline files and "
+                "maps included",
+            ),
+            System(
+                "RocketMQ RocksDB",
+                lambda case, workdir: run_rocketmq(case, workdir, "defaultRocksDB"),
+                role="peer",
+                tags=frozenset({"java", "rocketmq"}),
+                note="RocketMQ 5.3.3 RocksDBMessageStore (storeType=defaultRocksDB), queues in "
+                "one topic; JVM start not timed",
             ),
         ],
         primary="seconds",

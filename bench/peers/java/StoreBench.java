@@ -21,6 +21,7 @@ import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.GetMessageResult;
 import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.config.FlushDiskType;
+import org.apache.rocketmq.store.RocksDBMessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
@@ -32,7 +33,7 @@ import org.apache.rocketmq.store.stats.BrokerStatsManager;
  * StoreBench append  DIR COUNT BODY_SIZE BATCH [plain]  time putMessage / putMessages
  *                                                   (plain: bodies only, no tag or key)
  * StoreBench recover DIR                            time load + start until queue 0 serves
- * StoreBench fill    DIR QUEUES                     one message into each of QUEUES queues
+ * StoreBench fill    DIR QUEUES [STORE_TYPE]        one message into each of QUEUES queues
  * StoreBench open    DIR QUEUES                     start time, then files, maps, RSS
  * </pre>
  */
@@ -45,7 +46,16 @@ public final class StoreBench {
     }
 
     static DefaultMessageStore open(String dir) throws Exception {
+        return open(dir, "default");
+    }
+
+    /**
+     * storeType "defaultRocksDB" gives the RocksDB consume queue: the broker then makes a
+     * RocksDBMessageStore (BrokerController.initializeMessageStore), so this does too.
+     */
+    static DefaultMessageStore open(String dir, String storeType) throws Exception {
         MessageStoreConfig config = new MessageStoreConfig();
+        config.setStoreType(storeType);
         config.setStorePathRootDir(dir);
         config.setStorePathCommitLog(Paths.get(dir, "commitlog").toString());
         config.setMappedFileSizeCommitLog(1 << 30);
@@ -54,8 +64,11 @@ public final class StoreBench {
         config.setDuplicationEnable(false);
         config.setWarmMapedFileEnable(false);
         BrokerConfig brokerConfig = new BrokerConfig();
-        DefaultMessageStore store = new DefaultMessageStore(config,
-            new BrokerStatsManager("bench", true), null, brokerConfig, new ConcurrentHashMap<String, TopicConfig>());
+        BrokerStatsManager stats = new BrokerStatsManager("bench", true);
+        ConcurrentHashMap<String, TopicConfig> topics = new ConcurrentHashMap<>();
+        DefaultMessageStore store = config.isEnableRocksDBStore()
+            ? new RocksDBMessageStore(config, stats, null, brokerConfig, topics)
+            : new DefaultMessageStore(config, stats, null, brokerConfig, topics);
         if (!store.load()) {
             throw new IllegalStateException("DefaultMessageStore.load() returned false for " + dir);
         }
@@ -192,7 +205,7 @@ public final class StoreBench {
         } else if (mode.equals("fill")) {
             int queues = Integer.parseInt(args[2]);
             byte[] body = new byte[100];
-            DefaultMessageStore store = open(dir);
+            DefaultMessageStore store = open(dir, args.length > 3 ? args[3] : "default");
             for (int q = 0; q < queues; q++) {
                 PutMessageResult r = store.putMessage(inner(q, q, body));
                 if (!r.isOk()) {
@@ -205,7 +218,7 @@ public final class StoreBench {
         } else if (mode.equals("open")) {
             int queues = Integer.parseInt(args[2]);
             long t0 = System.nanoTime();
-            DefaultMessageStore store = open(dir);
+            DefaultMessageStore store = open(dir, args.length > 3 ? args[3] : "default");
             long started = System.nanoTime() - t0;
             long served = 0;
             for (int q = 0; q < queues; q++) {
