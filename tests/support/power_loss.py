@@ -18,7 +18,7 @@ ENTRY = 20
 def checkpoint_flushed_offset(store_path: Path) -> int:
     data = (store_path / "checkpoint").read_bytes()
     magic, offset = struct.unpack_from(">qq", data, 512)
-    assert magic == int.from_bytes(b"RMQCKPT1", "big")
+    assert magic == int.from_bytes(b"RMQCKPT2", "big")
     return int(offset)
 
 
