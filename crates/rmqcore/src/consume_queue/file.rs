@@ -7,11 +7,11 @@
 //! the entry bytes are written.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::consume_queue::entry::{CqEntry, ENTRY_SIZE, PLACEHOLDER_SIZE};
-use crate::consume_queue::ConsumeQueue;
+use crate::consume_queue::{ConsumeQueue, QueueBounds};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::{PageWarmer, WarmCursor};
 use crate::files::segment::Segment;
@@ -29,8 +29,7 @@ pub struct FileConsumeQueue {
     topic: String,
     queue_id: i32,
     segments: SegmentQueue,
-    min_offset: AtomicI64,
-    max_offset: AtomicI64,
+    bounds: QueueBounds,
     /// Set by `append`, cleared by `flush`, so a flush skips idle queues.
     dirty: AtomicBool,
     warm_cursor: WarmCursor,
@@ -71,8 +70,7 @@ impl FileConsumeQueue {
             topic: topic.to_string(),
             queue_id,
             segments,
-            min_offset: AtomicI64::new(0),
-            max_offset: AtomicI64::new(0),
+            bounds: QueueBounds::default(),
             dirty: AtomicBool::new(false),
             warm_cursor: WarmCursor::new(CONSUME_QUEUE_WARM_WINDOW),
         };
@@ -120,8 +118,8 @@ impl FileConsumeQueue {
         {
             min += 1;
         }
-        self.min_offset.store(min, Ordering::Release);
-        self.max_offset.store(max, Ordering::Release);
+        self.bounds.set_min(min);
+        self.bounds.set_max(max);
     }
 
     pub fn dir(&self) -> &Path {
@@ -133,7 +131,7 @@ impl FileConsumeQueue {
     }
 
     pub fn set_min_offset(&self, offset: i64) {
-        self.min_offset.store(offset, Ordering::Release);
+        self.bounds.set_min(offset);
     }
 
     fn entry_unchecked(&self, queue_offset: i64) -> Option<CqEntry> {
@@ -202,20 +200,11 @@ impl ConsumeQueue for FileConsumeQueue {
         self.segments.dir()
     }
 
-    fn min_offset(&self) -> i64 {
-        self.min_offset.load(Ordering::Acquire)
+    fn bounds(&self) -> &QueueBounds {
+        &self.bounds
     }
 
-    /// The next queue offset to assign.
-    fn max_offset(&self) -> i64 {
-        self.max_offset.load(Ordering::Acquire)
-    }
-
-    /// The entry at `queue_offset`, if it lies in `[min_offset, max_offset)`.
-    fn entry(&self, queue_offset: i64) -> Option<CqEntry> {
-        if queue_offset < self.min_offset() || queue_offset >= self.max_offset() {
-            return None;
-        }
+    fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry> {
         self.entry_unchecked(queue_offset)
     }
 
@@ -257,7 +246,7 @@ impl ConsumeQueue for FileConsumeQueue {
                 self.set_min_offset(queue_offset);
             }
             queue_offset += run.len() as i64;
-            self.max_offset.store(queue_offset, Ordering::Release);
+            self.bounds.set_max(queue_offset);
             if let Some(warmer) = warmer {
                 warmer.written_to(&self.warm_cursor, &segment, position + length);
             }
@@ -291,7 +280,7 @@ impl ConsumeQueue for FileConsumeQueue {
             return Ok(0);
         }
         if !self.segments.writable() {
-            self.max_offset.store(max, Ordering::Release);
+            self.bounds.set_max(max);
             return Ok((old_max - max) as u64);
         }
         let logical = max as u64 * ENTRY_SIZE as u64;
@@ -308,7 +297,7 @@ impl ConsumeQueue for FileConsumeQueue {
             let position = (logical - segment.start_offset()) as usize;
             segment.zero_from(position)?;
         }
-        self.max_offset.store(max, Ordering::Release);
+        self.bounds.set_max(max);
         if self.min_offset() > max {
             self.set_min_offset(max);
         }

@@ -14,6 +14,7 @@ pub mod form;
 pub mod rocksdb;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 pub use entry::{CqEntry, ENTRY_SIZE, PLACEHOLDER_SIZE};
@@ -21,18 +22,52 @@ pub use entry::{CqEntry, ENTRY_SIZE, PLACEHOLDER_SIZE};
 use crate::error::Result;
 use crate::files::page_warmer::PageWarmer;
 
+/// A queue's readable range `[min, max)`: written by the store's single writer after the
+/// entries, read by anyone.
+#[derive(Debug, Default)]
+pub struct QueueBounds {
+    min: AtomicI64,
+    max: AtomicI64,
+}
+
+impl QueueBounds {
+    pub fn new(min: i64, max: i64) -> Self {
+        QueueBounds {
+            min: AtomicI64::new(min),
+            max: AtomicI64::new(max),
+        }
+    }
+
+    pub fn min(&self) -> i64 {
+        self.min.load(Ordering::Acquire)
+    }
+
+    pub fn max(&self) -> i64 {
+        self.max.load(Ordering::Acquire)
+    }
+
+    pub fn set_min(&self, offset: i64) {
+        self.min.store(offset, Ordering::Release);
+    }
+
+    pub fn set_max(&self, offset: i64) {
+        self.max.store(offset, Ordering::Release);
+    }
+
+    pub fn contains(&self, queue_offset: i64) -> bool {
+        queue_offset >= self.min() && queue_offset < self.max()
+    }
+}
+
 /// One topic's queue.
 pub trait ConsumeQueue: Send + Sync + std::fmt::Debug {
     fn topic(&self) -> &str;
     fn queue_id(&self) -> i32;
     /// Where the queue is kept, for error messages.
     fn location(&self) -> &Path;
-    /// The first queue offset readers may ask for.
-    fn min_offset(&self) -> i64;
-    /// The next queue offset to assign.
-    fn max_offset(&self) -> i64;
-    /// The entry at `queue_offset`, if it lies in `[min_offset, max_offset)`.
-    fn entry(&self, queue_offset: i64) -> Option<CqEntry>;
+    fn bounds(&self) -> &QueueBounds;
+    /// The stored entry at `queue_offset`, whether or not it is in the readable range.
+    fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry>;
     /// Append `entries` for the queue offsets from `first_offset` on; the first must be
     /// the next one (a queue that starts past zero may start anywhere). With a `warmer`,
     /// pages ahead are faulted in on its thread.
@@ -47,6 +82,24 @@ pub trait ConsumeQueue: Send + Sync + std::fmt::Debug {
     /// Retention: let go of entries of records below `commitlog_min`; returns how many
     /// files (file form) or entries (RocksDB form) went.
     fn drop_below(&self, commitlog_min: i64) -> Result<u64>;
+
+    /// The first queue offset readers may ask for.
+    fn min_offset(&self) -> i64 {
+        self.bounds().min()
+    }
+
+    /// The next queue offset to assign.
+    fn max_offset(&self) -> i64 {
+        self.bounds().max()
+    }
+
+    /// The entry at `queue_offset`, if it lies in `[min_offset, max_offset)`.
+    fn entry(&self, queue_offset: i64) -> Option<CqEntry> {
+        self.bounds()
+            .contains(queue_offset)
+            .then(|| self.stored_entry(queue_offset))
+            .flatten()
+    }
 
     /// The last entry, if any.
     fn last_entry(&self) -> Option<CqEntry> {

@@ -2,12 +2,12 @@
 //! `max` keys in the database (format §6).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::layout::{self, Bound, QueueEnd};
 use super::{Batch, Database, Family};
-use crate::consume_queue::{ConsumeQueue, CqEntry};
+use crate::consume_queue::{ConsumeQueue, CqEntry, QueueBounds};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::PageWarmer;
 
@@ -16,9 +16,8 @@ pub struct RocksDbConsumeQueue {
     database: Arc<Database>,
     topic: String,
     queue_id: i32,
-    min_offset: AtomicI64,
-    /// The next queue offset to assign (RocketMQ's `max` key holds the last one).
-    max_offset: AtomicI64,
+    /// `max` is the next queue offset to assign (RocketMQ's `max` key holds the last one).
+    bounds: QueueBounds,
 }
 
 impl RocksDbConsumeQueue {
@@ -27,8 +26,7 @@ impl RocksDbConsumeQueue {
             database: Arc::clone(database),
             topic: topic.to_string(),
             queue_id,
-            min_offset: AtomicI64::new(at),
-            max_offset: AtomicI64::new(at),
+            bounds: QueueBounds::new(at, at),
         }
     }
 
@@ -49,7 +47,7 @@ impl RocksDbConsumeQueue {
             ),
         };
         let queue = Self::empty(database, topic, queue_id, max_offset);
-        queue.min_offset.store(min_offset, Ordering::Release);
+        queue.bounds.set_min(min_offset);
         queue.trim_lost_tail()?;
         Ok(Some(queue))
     }
@@ -72,7 +70,7 @@ impl RocksDbConsumeQueue {
             self.set_end(&mut batch, min, end, next_commitlog);
             self.database.write(batch)?;
         }
-        self.max_offset.store(end, Ordering::Release);
+        self.bounds.set_max(end);
         Ok(())
     }
 
@@ -144,18 +142,11 @@ impl ConsumeQueue for RocksDbConsumeQueue {
         &self.database.path
     }
 
-    fn min_offset(&self) -> i64 {
-        self.min_offset.load(Ordering::Acquire)
+    fn bounds(&self) -> &QueueBounds {
+        &self.bounds
     }
 
-    fn max_offset(&self) -> i64 {
-        self.max_offset.load(Ordering::Acquire)
-    }
-
-    fn entry(&self, queue_offset: i64) -> Option<CqEntry> {
-        if queue_offset < self.min_offset() || queue_offset >= self.max_offset() {
-            return None;
-        }
+    fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry> {
         self.database.get_entry(&self.key(queue_offset))
     }
 
@@ -217,9 +208,9 @@ impl ConsumeQueue for RocksDbConsumeQueue {
         database.write(batch)?;
         database.dispatched.store(dispatched, Ordering::Release);
         if empty {
-            self.min_offset.store(first_offset, Ordering::Release);
+            self.bounds.set_min(first_offset);
         }
-        self.max_offset.store(last_offset + 1, Ordering::Release);
+        self.bounds.set_max(last_offset + 1);
         Ok(())
     }
 
@@ -233,9 +224,9 @@ impl ConsumeQueue for RocksDbConsumeQueue {
         batch.delete_range(Family::Entries, self.key(cut), self.key(max));
         self.set_end(&mut batch, min, cut, commitlog_end);
         self.database.write(batch)?;
-        self.max_offset.store(cut, Ordering::Release);
+        self.bounds.set_max(cut);
         if cut <= min {
-            self.min_offset.store(cut, Ordering::Release);
+            self.bounds.set_min(cut);
         }
         Ok((max - cut) as u64)
     }
@@ -259,7 +250,7 @@ impl ConsumeQueue for RocksDbConsumeQueue {
             }),
         );
         self.database.write(batch)?;
-        self.min_offset.store(first, Ordering::Release);
+        self.bounds.set_min(first);
         Ok((first - min) as u64)
     }
 }
