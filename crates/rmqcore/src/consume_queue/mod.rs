@@ -101,12 +101,57 @@ pub trait ConsumeQueue: Send + Sync + std::fmt::Debug {
             .flatten()
     }
 
+    /// Up to `max` entries from `from` on, in order, stopping at the first one missing:
+    /// what sequential readers ask for, so that a form can read them in one pass.
+    fn entries(&self, from: i64, max: usize) -> Vec<CqEntry> {
+        (from..)
+            .take(max)
+            .map_while(|queue_offset| self.entry(queue_offset))
+            .collect()
+    }
+
     /// The last entry, if any.
     fn last_entry(&self) -> Option<CqEntry> {
         let max = self.max_offset();
         (max > self.min_offset())
             .then(|| self.entry(max - 1))
             .flatten()
+    }
+}
+
+/// Reads a queue's entries in order, a chunk at a time (`ConsumeQueue::entries`).
+pub struct EntryCursor<'q> {
+    queue: &'q dyn ConsumeQueue,
+    next: i64,
+    chunk: usize,
+    buffered: std::collections::VecDeque<CqEntry>,
+}
+
+impl<'q> EntryCursor<'q> {
+    /// Start at `from`; the first chunk holds `first_chunk` entries, later ones more.
+    pub fn new(queue: &'q dyn ConsumeQueue, from: i64, first_chunk: usize) -> Self {
+        EntryCursor {
+            queue,
+            next: from,
+            chunk: first_chunk.clamp(1, Self::MAX_CHUNK),
+            buffered: std::collections::VecDeque::new(),
+        }
+    }
+
+    const MAX_CHUNK: usize = 256;
+}
+
+impl Iterator for EntryCursor<'_> {
+    type Item = CqEntry;
+
+    fn next(&mut self) -> Option<CqEntry> {
+        if self.buffered.is_empty() {
+            self.buffered = self.queue.entries(self.next, self.chunk).into();
+            self.chunk = Self::MAX_CHUNK;
+        }
+        let entry = self.buffered.pop_front()?;
+        self.next += 1;
+        Some(entry)
     }
 }
 

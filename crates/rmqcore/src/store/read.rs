@@ -1,5 +1,6 @@
 //! Reading: pulls by queue offset, lookups by key, msgId and time, and queue bounds.
 
+use crate::consume_queue::EntryCursor;
 use crate::error::{Error, Result};
 use crate::options::FlushMode;
 use crate::record::message::StoredMessage;
@@ -136,11 +137,12 @@ impl Store {
         let mut count = 0usize;
         let mut bytes = 0usize;
         let mut next = offset;
+        let mut entries = EntryCursor::new(queue.as_ref(), offset, max_count);
         while next < max
             && count < max_count
             && next - offset < MAX_FILTERED_ENTRIES + max_count as i64
         {
-            let Some(entry) = queue.entry(next) else {
+            let Some(entry) = entries.next() else {
                 break;
             };
             if entry.commitlog_end() > readable_end {

@@ -12,6 +12,7 @@ use rocksdb::{
 };
 
 use super::layout::{self, QueueEnd, OFFSET_COLUMN_FAMILY};
+use crate::big_endian::read_i64;
 use crate::error::{Error, Result};
 
 /// The two column families (format §6).
@@ -171,6 +172,32 @@ impl Database {
             .get(Family::Offsets, &layout::checkpoint_key())?
             .filter(|value| value.len() >= 8)
             .map_or(0, |value| crate::big_endian::read_i64(&value, 0)))
+    }
+
+    /// The entries with keys in `[start, end)`, in order, at most `limit`, each with the
+    /// queue offset its key ends with.
+    pub(super) fn entries_in(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+    ) -> Vec<(i64, crate::consume_queue::CqEntry)> {
+        self.with(|open| {
+            open.db
+                .iterator_cf(
+                    open.family(Family::Entries),
+                    IteratorMode::From(start, rocksdb::Direction::Forward),
+                )
+                .map_while(|item| item.ok())
+                .take_while(|(key, _)| key.as_ref() < end)
+                .take(limit)
+                .filter_map(|(key, value)| {
+                    let offset = key.len().checked_sub(8).map(|at| read_i64(&key, at))?;
+                    Some((offset, layout::decode_entry(&value)?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
     }
 
     /// Every key of the offset column family, in order.
