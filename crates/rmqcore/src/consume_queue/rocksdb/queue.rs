@@ -150,11 +150,18 @@ impl ConsumeQueue for RocksDbConsumeQueue {
         self.database.get_entry(&self.key(queue_offset))
     }
 
-    /// One iterator pass instead of a lookup per entry.
+    /// One iterator pass instead of a lookup per entry (a few entries are looked up:
+    /// making an iterator costs more than a handful of lookups).
     fn entries(&self, from: i64, max: usize) -> Vec<CqEntry> {
+        const LOOKUPS_BELOW: i64 = 4;
         let end = self.max_offset().min(from.saturating_add(max as i64));
         if from < self.min_offset() || from >= end {
             return Vec::new();
+        }
+        if end - from < LOOKUPS_BELOW {
+            return (from..end)
+                .map_while(|queue_offset| self.stored_entry(queue_offset))
+                .collect();
         }
         self.database
             .entries_in(&self.key(from), &self.key(end), max)
