@@ -122,10 +122,6 @@ impl FileConsumeQueue {
         self.bounds.set_max(max);
     }
 
-    pub fn dir(&self) -> &Path {
-        self.segments.dir()
-    }
-
     pub fn segments(&self) -> &SegmentQueue {
         &self.segments
     }
@@ -220,7 +216,7 @@ impl ConsumeQueue for FileConsumeQueue {
         let max = self.max_offset();
         if first_offset != max && !(self.segments.is_empty() && first_offset >= 0) {
             return Err(Error::corrupt(
-                self.dir(),
+                self.location(),
                 (first_offset.max(0) as u64) * ENTRY_SIZE as u64,
                 format!(
                     "entry for queue offset {first_offset} out of order: the queue expects {max}"
