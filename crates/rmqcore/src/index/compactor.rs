@@ -2,7 +2,8 @@
 //! (`compacted.rs`) one at a time, and queries switch to it once it is published.
 
 use crate::error::{Error, IoContext, Result};
-use crate::index::compacted::{compact, CompactedIndexFile};
+use crate::index::compacted::CompactedIndexFile;
+use crate::index::compaction::compact;
 use std::collections::VecDeque;
 use std::fs;
 use std::path::Path;

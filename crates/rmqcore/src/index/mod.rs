@@ -26,6 +26,7 @@ use crate::index::file::IndexFile;
 use crate::index::layout::IndexGeometry;
 
 pub mod compacted;
+pub mod compaction;
 mod compactor;
 pub mod file;
 mod keys;
