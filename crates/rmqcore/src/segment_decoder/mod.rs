@@ -16,6 +16,7 @@
 //! Thread safety: a `SegmentDecoder` is immutable; any number of threads may decode from
 //! it at once.
 
+mod arrow;
 mod columns;
 
 use std::collections::HashSet;
@@ -31,7 +32,8 @@ use crate::record::{
     MAGIC_V2, PHYSICAL_OFFSET_POSITION, TOTAL_SIZE_POSITION,
 };
 
-pub use columns::{Bitmap, ColumnBatch, ColumnSelection, ListColumn, MapColumn, VarColumn};
+pub use arrow::{Bitmap, ListColumn, MapColumn, VarColumn};
+pub use columns::{ColumnBatch, ColumnSelection};
 
 /// No record is shorter: the fixed part, the body length, a 1-byte topic length and the
 /// properties length (format §1.2).
