@@ -30,12 +30,26 @@ pub(crate) struct Batch {
 
 #[derive(Debug)]
 enum Operation {
+    /// Consecutive entries of one queue: its key prefix, the first queue offset, values.
+    Entries(Vec<u8>, i64, Vec<[u8; layout::ENTRY_VALUE_SIZE]>),
     Put(Family, Vec<u8>, Vec<u8>),
     Delete(Family, Vec<u8>),
     DeleteRange(Family, Vec<u8>, Vec<u8>),
 }
 
 impl Batch {
+    /// Entries for the queue offsets from `first_offset` on, keyed under `key_prefix`
+    /// (`layout::queue_key_prefix`): one allocation for the run, not two per entry.
+    pub(crate) fn put_entries(
+        &mut self,
+        key_prefix: Vec<u8>,
+        first_offset: i64,
+        values: Vec<[u8; layout::ENTRY_VALUE_SIZE]>,
+    ) {
+        self.operations
+            .push(Operation::Entries(key_prefix, first_offset, values));
+    }
+
     pub(crate) fn put(&mut self, family: Family, key: Vec<u8>, value: &[u8]) {
         self.operations
             .push(Operation::Put(family, key, value.to_vec()));
@@ -122,6 +136,15 @@ impl Database {
             let mut write = WriteBatch::default();
             for operation in &batch.operations {
                 match operation {
+                    Operation::Entries(prefix, first_offset, values) => {
+                        let family = open.family(Family::Entries);
+                        let mut key = prefix.clone();
+                        for (queue_offset, value) in (*first_offset..).zip(values) {
+                            key.truncate(prefix.len());
+                            key.extend_from_slice(&queue_offset.to_be_bytes());
+                            write.put_cf(family, &key, value);
+                        }
+                    }
                     Operation::Put(f, key, value) => write.put_cf(open.family(*f), key, value),
                     Operation::Delete(f, key) => write.delete_cf(open.family(*f), key),
                     Operation::DeleteRange(f, start, end) => {

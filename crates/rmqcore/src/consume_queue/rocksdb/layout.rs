@@ -33,11 +33,17 @@ pub fn topic_prefix(topic: &str) -> Vec<u8> {
     key
 }
 
-/// `prefix, queueId i32, 0x01, queueOffset i64`.
-pub fn entry_key(topic: &str, queue_id: i32, queue_offset: i64) -> Vec<u8> {
+/// `prefix, queueId i32, 0x01`: an entry key without its queue offset.
+pub fn queue_key_prefix(topic: &str, queue_id: i32) -> Vec<u8> {
     let mut key = topic_prefix(topic);
     key.extend_from_slice(&queue_id.to_be_bytes());
     key.push(CTRL_1);
+    key
+}
+
+/// `prefix, queueId i32, 0x01, queueOffset i64`.
+pub fn entry_key(topic: &str, queue_id: i32, queue_offset: i64) -> Vec<u8> {
+    let mut key = queue_key_prefix(topic, queue_id);
     key.extend_from_slice(&queue_offset.to_be_bytes());
     key
 }

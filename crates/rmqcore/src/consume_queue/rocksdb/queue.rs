@@ -198,13 +198,11 @@ impl ConsumeQueue for RocksDbConsumeQueue {
         }
         let database = &self.database;
         let mut batch = Batch::default();
-        for (index, entry) in entries.iter().enumerate() {
-            batch.put(
-                Family::Entries,
-                self.key(first_offset + index as i64),
-                &layout::encode_entry(entry),
-            );
-        }
+        batch.put_entries(
+            layout::queue_key_prefix(&self.topic, self.queue_id),
+            first_offset,
+            entries.iter().map(layout::encode_entry).collect(),
+        );
         let last_offset = first_offset + entries.len() as i64 - 1;
         batch.put(
             Family::Offsets,
