@@ -6,6 +6,14 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use crate::error::{Error, Result};
 
 pub fn create_msg_id(store_host: &SocketAddr, physical_offset: i64) -> String {
+    let mut text = Vec::with_capacity(56);
+    push_msg_id_hex(&mut text, store_host, physical_offset);
+    String::from_utf8(text).expect("hex digits are ASCII")
+}
+
+/// Append the msgId's hex digits to `out` (the segment decoder writes them straight into
+/// a column).
+pub fn push_msg_id_hex(out: &mut Vec<u8>, store_host: &SocketAddr, physical_offset: i64) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut bytes = [0u8; 28];
     let ip_length = match store_host.ip() {
@@ -21,12 +29,10 @@ pub fn create_msg_id(store_host: &SocketAddr, physical_offset: i64) -> String {
     bytes[ip_length..ip_length + 4].copy_from_slice(&i32::from(store_host.port()).to_be_bytes());
     bytes[ip_length + 4..ip_length + 12].copy_from_slice(&physical_offset.to_be_bytes());
     // Hand-rolled hex: this runs once per stored message, and `format!` showed in profiles.
-    let mut text = String::with_capacity((ip_length + 12) * 2);
     for byte in &bytes[..ip_length + 12] {
-        text.push(HEX[usize::from(byte >> 4)] as char);
-        text.push(HEX[usize::from(byte & 0xF)] as char);
+        out.push(HEX[usize::from(byte >> 4)]);
+        out.push(HEX[usize::from(byte & 0xF)]);
     }
-    text
 }
 
 /// Split a msgId into its store host and commit-log offset.

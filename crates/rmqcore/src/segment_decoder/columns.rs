@@ -11,7 +11,7 @@
 //! properties, keys are split on spaces, and a repeated property keeps its later value.
 
 use std::fmt::Write as _;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::ops::Range;
 
 use crate::record::properties::{
@@ -239,28 +239,9 @@ impl ColumnBatch {
     }
 }
 
-const HEX_DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-
-/// The offset message id (format §1.4), written straight into the column; the same text
-/// as `msg_id::create_msg_id`.
+/// The offset message id (format §1.4), written straight into the column.
 fn push_msg_id(column: &mut VarColumn, store_host: &SocketAddr, physical_offset: i64) {
-    let mut bytes = [0u8; 28];
-    let ip_length = match store_host.ip() {
-        IpAddr::V4(ip) => {
-            bytes[..4].copy_from_slice(&ip.octets());
-            4
-        }
-        IpAddr::V6(ip) => {
-            bytes[..16].copy_from_slice(&ip.octets());
-            16
-        }
-    };
-    bytes[ip_length..ip_length + 4].copy_from_slice(&i32::from(store_host.port()).to_be_bytes());
-    bytes[ip_length + 4..ip_length + 12].copy_from_slice(&physical_offset.to_be_bytes());
-    for byte in &bytes[..ip_length + 12] {
-        column.data.push(HEX_DIGITS[usize::from(byte >> 4)]);
-        column.data.push(HEX_DIGITS[usize::from(byte & 0xF)]);
-    }
+    crate::record::msg_id::push_msg_id_hex(&mut column.data, store_host, physical_offset);
     column.close_value();
 }
 

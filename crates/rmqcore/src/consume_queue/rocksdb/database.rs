@@ -170,9 +170,12 @@ impl Database {
             .and_then(|value| layout::decode_queue_end(&value)))
     }
 
-    pub(crate) fn get_entry(&self, key: &[u8]) -> Option<crate::consume_queue::CqEntry> {
-        let value = self.get(Family::Entries, key).ok()??;
-        layout::decode_entry(&value)
+    /// The entry under `key`; a read error is an error, never a missing entry (recovery
+    /// would take it for one lost and cut the queue there).
+    pub(crate) fn get_entry(&self, key: &[u8]) -> Result<Option<crate::consume_queue::CqEntry>> {
+        Ok(self
+            .get(Family::Entries, key)?
+            .and_then(|value| layout::decode_entry(&value)))
     }
 
     pub(crate) fn dispatched_end(&self) -> i64 {

@@ -58,7 +58,7 @@ impl RocksDbConsumeQueue {
     fn trim_lost_tail(&self) -> Result<()> {
         let (min, max) = (self.min_offset(), self.max_offset());
         let mut end = max;
-        while end > min && self.database.get_entry(&self.key(end - 1)).is_none() {
+        while end > min && self.database.get_entry(&self.key(end - 1))?.is_none() {
             end -= 1;
         }
         if end == max {
@@ -67,7 +67,7 @@ impl RocksDbConsumeQueue {
         if self.database.writable {
             let mut batch = Batch::default();
             let next_commitlog = self.database.dispatched_end();
-            self.set_end(&mut batch, min, end, next_commitlog);
+            self.set_end(&mut batch, min, end, next_commitlog)?;
             self.database.write(batch)?;
         }
         self.bounds.set_max(end);
@@ -77,12 +77,13 @@ impl RocksDbConsumeQueue {
     /// Record in `batch` that the queue ends before `end`: its `max` key names the entry
     /// before `end`, or, with none left, the queue continues at `end` (its `min` key says
     /// so, with `next_commitlog` as the commit-log offset).
-    fn set_end(&self, batch: &mut Batch, min: i64, end: i64, next_commitlog: i64) {
-        match self
-            .database
-            .get_entry(&self.key(end - 1))
-            .filter(|_| end > min)
-        {
+    fn set_end(&self, batch: &mut Batch, min: i64, end: i64, next_commitlog: i64) -> Result<()> {
+        let last = if end > min {
+            self.database.get_entry(&self.key(end - 1))?
+        } else {
+            None
+        };
+        match last {
             Some(last) => batch.put(
                 Family::Offsets,
                 self.offset_key(Bound::Max),
@@ -103,6 +104,7 @@ impl RocksDbConsumeQueue {
                 );
             }
         }
+        Ok(())
     }
 
     fn key(&self, queue_offset: i64) -> Vec<u8> {
@@ -115,17 +117,17 @@ impl RocksDbConsumeQueue {
 
     /// The first queue offset in `[from, to)` whose record starts at or past
     /// `commitlog_offset` (entries are in log order), or `to`.
-    fn first_at_or_past(&self, from: i64, to: i64, commitlog_offset: i64) -> i64 {
+    fn first_at_or_past(&self, from: i64, to: i64, commitlog_offset: i64) -> Result<i64> {
         let (mut low, mut high) = (from, to);
         while low < high {
             let middle = low + (high - low) / 2;
-            match self.database.get_entry(&self.key(middle)) {
+            match self.database.get_entry(&self.key(middle))? {
                 Some(entry) if entry.commitlog_offset >= commitlog_offset => high = middle,
                 // Missing entries were dropped by retention: below the target too.
                 _ => low = middle + 1,
             }
         }
-        low
+        Ok(low)
     }
 }
 
@@ -147,7 +149,10 @@ impl ConsumeQueue for RocksDbConsumeQueue {
     }
 
     fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry> {
-        self.database.get_entry(&self.key(queue_offset))
+        self.database
+            .get_entry(&self.key(queue_offset))
+            .ok()
+            .flatten()
     }
 
     /// One iterator pass instead of a lookup per entry (a few entries are looked up:
@@ -235,13 +240,13 @@ impl ConsumeQueue for RocksDbConsumeQueue {
 
     fn truncate_from_physical(&self, commitlog_end: i64) -> Result<u64> {
         let (min, max) = (self.min_offset(), self.max_offset());
-        let cut = self.first_at_or_past(min, max, commitlog_end);
+        let cut = self.first_at_or_past(min, max, commitlog_end)?;
         if cut >= max {
             return Ok(0);
         }
         let mut batch = Batch::default();
         batch.delete_range(Family::Entries, self.key(cut), self.key(max));
-        self.set_end(&mut batch, min, cut, commitlog_end);
+        self.set_end(&mut batch, min, cut, commitlog_end)?;
         self.database.write(batch)?;
         self.bounds.set_max(cut);
         if cut <= min {
@@ -252,7 +257,7 @@ impl ConsumeQueue for RocksDbConsumeQueue {
 
     fn drop_below(&self, commitlog_min: i64) -> Result<u64> {
         let (min, max) = (self.min_offset(), self.max_offset());
-        let first = self.first_at_or_past(min, max, commitlog_min);
+        let first = self.first_at_or_past(min, max, commitlog_min)?;
         if first <= min {
             return Ok(0);
         }
@@ -263,7 +268,7 @@ impl ConsumeQueue for RocksDbConsumeQueue {
             &layout::encode_queue_end(QueueEnd {
                 commitlog_offset: self
                     .database
-                    .get_entry(&self.key(first))
+                    .get_entry(&self.key(first))?
                     .map_or(commitlog_min, |entry| entry.commitlog_offset),
                 queue_offset: first,
             }),
