@@ -1,12 +1,24 @@
 """The PySpark data source ``rmq`` (Python Data Source API): reads commit-log segment
-files through the native decoder, one partition per segment or segment part."""
+files through the native decoder, one partition per segment or segment part; streams a
+topic's queues (``rmq.spark.stream``); writes rows to a broker (``rmq.spark.sink``).
+
+The options are parsed when Spark asks for a reader or a writer, not when the source is
+made: each use takes different options (``path`` for a batch read, ``endpoint`` and
+``topic`` for a stream or a write)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
@@ -29,6 +41,8 @@ from rmq.spark.options import ReadOptions, Selection, parse_options
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
+
+    from rmq.spark.sink import WriteOptions
 
 __all__ = ["SCHEMA", "RmqDataSource"]
 
@@ -67,7 +81,6 @@ class RmqDataSource(DataSource):
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
-        self.read_options = parse_options(options)
 
     @classmethod
     def name(cls) -> str:
@@ -77,10 +90,44 @@ class RmqDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        read_options = parse_options(self.options)
         arrow_schema = ARROW_SCHEMA if schema == SCHEMA else _projection(schema)
-        if self.read_options.filter_pushdown:
-            return _FilteringReader(self.read_options, arrow_schema)
-        return _Reader(self.read_options, arrow_schema)
+        if read_options.filter_pushdown:
+            return _FilteringReader(read_options, arrow_schema)
+        return _Reader(read_options, arrow_schema)
+
+    # Imported when used: streaming needs pyspark 4.2 (read limits, AvailableNow), and a
+    # batch read should not load the gRPC client.
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from rmq.spark.stream import RmqStreamReader
+        from rmq.spark.stream_options import parse_stream_options
+
+        arrow_schema = ARROW_SCHEMA if schema == SCHEMA else _projection(schema)
+        return RmqStreamReader(parse_stream_options(self.options), arrow_schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from rmq.spark.sink import RmqWriter, check_broker, sink_columns
+
+        options = self._write_options(overwrite)
+        sink_columns(schema, options)
+        check_broker(options)
+        return RmqWriter(options)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from rmq.spark.sink import RmqStreamWriter, check_broker, sink_columns
+
+        options = self._write_options(overwrite)
+        sink_columns(schema, options)
+        check_broker(options)
+        return RmqStreamWriter(options)
+
+    def _write_options(self, overwrite: bool) -> WriteOptions:
+        from rmq.spark.sink import parse_write_options
+
+        if overwrite:
+            raise InvalidArgumentError("rmq only appends: write with mode append", argument="mode")
+        return parse_write_options(self.options)
 
 
 def _loosely(data_type: DataType) -> DataType:

@@ -1,0 +1,254 @@
+"""``df.write.format("rmq")`` and ``df.writeStream.format("rmq")``: rows sent to a broker
+through the batching producer (``rmq.client.Producer``), one producer per task.
+
+A task returns only once the broker stored every row it sent, and fails if any send
+failed: the first error is raised (Spark shows it as the task's failure and retries or
+fails the job), never dropped. Delivery is at least once, as with Kafka's sink: a task
+that fails after some rows were stored, and is retried, sends them again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    MapType,
+    StringType,
+    StructType,
+)
+
+from rmq._rmqcore import SendFuture
+from rmq.client import Client
+from rmq.errors import BrokerError, InvalidArgumentError
+from rmq.spark.options import _int
+
+__all__ = [
+    "RmqStreamWriter", "RmqWriter", "WriteOptions", "check_broker", "parse_write_options",
+    "sink_columns",
+]  # fmt: skip
+
+log = logging.getLogger("rmq.spark")
+
+_STRING = StringType()
+_BINARY = BinaryType()
+#: Column -> the types it may have.
+_COLUMNS: dict[str, tuple[DataType, ...]] = {
+    "topic": (_STRING,),
+    "body": (_BINARY, _STRING),
+    "tags": (_STRING,),
+    "keys": (ArrayType(_STRING), _STRING),
+    "properties": (MapType(_STRING, _STRING),),
+    "sharding_key": (_STRING, _BINARY),
+}
+# The source's other columns: a DataFrame read from rmq can be written back as it is.
+_IGNORED = (
+    "shard", "queue_id", "queue_offset", "commitlog_offset", "msg_id", "body_size",
+    "born_timestamp", "store_timestamp", "born_host", "store_host", "sys_flag", "flag",
+    "reconsume_times", "body_crc_ok",
+)  # fmt: skip
+_KNOWN_OPTIONS = ("endpoint", "topic", "token", "batch_max_messages", "linger_ms", "timeout")
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    endpoint: str
+    #: Every row goes to this topic (overriding a ``topic`` column), as Kafka's option.
+    topic: str | None
+    token: str | None
+    batch_max_messages: int
+    linger_ms: int
+    #: Seconds a task waits for the broker to store what it sent.
+    timeout: int
+
+
+def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    lowered = {name.lower(): value for name, value in options.items()}
+    unknown = sorted(set(lowered) - set(_KNOWN_OPTIONS) - {"path"})
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown write option(s) {', '.join(unknown)}; known: {', '.join(_KNOWN_OPTIONS)}",
+            argument=unknown[0],
+        )
+    endpoint = lowered.get("endpoint", "").strip()
+    if not endpoint:
+        raise InvalidArgumentError(
+            "writing to rmq needs the option endpoint (a running rmq serve, host:port)",
+            argument="endpoint",
+        )
+    return WriteOptions(
+        endpoint=endpoint,
+        topic=lowered.get("topic", "").strip() or None,
+        token=lowered.get("token") or None,
+        batch_max_messages=_int("batch_max_messages", lowered.get("batch_max_messages", "512"), 1),
+        linger_ms=_int("linger_ms", lowered.get("linger_ms", "5"), 0),
+        timeout=_int("timeout", lowered.get("timeout", "120"), 1),
+    )
+
+
+def _loose(data_type: DataType) -> DataType:
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_loose(data_type.elementType))
+    if isinstance(data_type, MapType):
+        return MapType(_loose(data_type.keyType), _loose(data_type.valueType))
+    return data_type
+
+
+def sink_columns(schema: StructType, options: WriteOptions) -> list[str]:
+    """The columns the sink sends, checked against ``schema``; raises naming what is wrong."""
+    used = []
+    for field in schema.fields:
+        if field.name in _IGNORED:
+            continue
+        allowed = _COLUMNS.get(field.name)
+        if allowed is None:
+            raise InvalidArgumentError(
+                f"column {field.name!r} means nothing to the rmq sink; it takes "
+                f"{', '.join(_COLUMNS)} (and ignores the rmq source's other columns)",
+                argument="schema",
+            )
+        if _loose(field.dataType) not in allowed:
+            raise InvalidArgumentError(
+                f"column {field.name!r} is {field.dataType.simpleString()}; the rmq sink takes "
+                + " or ".join(t.simpleString() for t in allowed),
+                argument="schema",
+            )
+        used.append(field.name)
+    if "body" not in used:
+        raise InvalidArgumentError("the rmq sink needs a body column", argument="schema")
+    if "topic" not in used and options.topic is None:
+        raise InvalidArgumentError(
+            "the rmq sink needs a topic column or the option topic", argument="topic"
+        )
+    return used
+
+
+def check_broker(options: WriteOptions) -> None:
+    """Fail the write before any task runs if the broker cannot be reached or the topic
+    given as an option does not exist."""
+    with Client(options.endpoint, token=options.token, retry_timeout=5.0) as client:
+        try:
+            if options.topic is not None:
+                client.route(options.topic)
+            else:
+                client.topics()
+        except BrokerError as error:
+            raise type(error)(
+                f"rmq sink (endpoint {options.endpoint}): {error}", error.code
+            ) from None
+
+
+@dataclass(frozen=True)
+class Written(WriterCommitMessage):
+    """What one task stored."""
+
+    rows: int
+
+
+def send_batches(options: WriteOptions, batches: Iterator[Any]) -> Written:
+    """Send every row; return once all are stored, or raise the first failure."""
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+
+    def done(future: SendFuture) -> None:
+        error = future.exception()
+        if error is not None:
+            with lock:
+                failures.append(error)
+
+    rows = 0
+    with Client(options.endpoint, token=options.token) as client:
+        producer = client.producer(
+            batch_max_messages=options.batch_max_messages, linger_ms=options.linger_ms
+        )
+        try:
+            for batch in batches:
+                columns = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+                rows += _send_rows(producer, options, columns, batch.num_rows, done)
+                if failures:
+                    break
+            if not failures and not producer.flush(options.timeout):
+                raise TimeoutError(
+                    f"rmq sink: the broker at {options.endpoint} did not store the rows sent "
+                    f"within {options.timeout} s (option timeout)"
+                )
+        finally:
+            producer.close(options.timeout)
+    if failures:
+        raise BrokerError(
+            f"rmq sink: {len(failures)} row(s) were not stored; the first error: {failures[0]}"
+        ) from failures[0]
+    return Written(rows)
+
+
+def _send_rows(
+    producer: Any, options: WriteOptions, columns: dict[str, list[Any]], count: int, done: Any
+) -> int:
+    topics = columns.get("topic")
+    bodies = columns["body"]
+    tags = columns.get("tags")
+    keys = columns.get("keys")
+    properties = columns.get("properties")
+    sharding = columns.get("sharding_key")
+    for row in range(count):
+        topic = options.topic or (topics[row] if topics is not None else None)
+        body = bodies[row]
+        if topic is None or body is None:
+            raise InvalidArgumentError(
+                f"rmq sink: a row has a null {'topic' if topic is None else 'body'}",
+                argument="topic" if topic is None else "body",
+            )
+        row_keys: Sequence[str] | str | None = keys[row] if keys is not None else None
+        row_properties = properties[row] if properties is not None else None
+        future = producer.send(
+            topic,
+            body.encode() if isinstance(body, str) else body,
+            tags=tags[row] if tags is not None else None,
+            keys=row_keys,
+            properties=dict(row_properties) if row_properties else None,
+            sharding_key=sharding[row] if sharding is not None else None,
+        )
+        future.add_done_callback(done)
+    return count
+
+
+class RmqWriter(DataSourceArrowWriter):
+    """``df.write.format("rmq")`` (batch)."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[Any]) -> Written:
+        return send_batches(self.options, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        rows = sum(m.rows for m in messages if isinstance(m, Written))
+        log.info("rmq sink: %d rows stored by the broker at %s", rows, self.options.endpoint)
+
+
+class RmqStreamWriter(DataSourceStreamArrowWriter):
+    """``df.writeStream.format("rmq")``: each micro-batch as a batch write."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[Any]) -> Written:
+        return send_batches(self.options, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        rows = sum(m.rows for m in messages if isinstance(m, Written))
+        log.info(
+            "rmq sink: micro-batch %d: %d rows stored by the broker at %s",
+            batchId, rows, self.options.endpoint,
+        )  # fmt: skip

@@ -1,0 +1,223 @@
+"""``spark.readStream.format("rmq")``: a topic's queues as a stream (Python Data Source
+API, pyspark 4.2+ for read limits and ``Trigger.AvailableNow``).
+
+The driver side (offsets, planning) runs in a Python worker Spark keeps for the query;
+``read`` runs on executors. The reader is pickled to them with ``read``, so what it holds
+open (a broker client) is dropped from the pickle and re-made where needed.
+
+A micro-batch is, per queue, the offsets ``[start, end)`` between two offsets documents
+(``rmq.spark.offsets``), which Spark writes to the checkpoint before it reads the batch:
+a restarted query re-reads an unfinished batch to the same rows, and with a sink that
+commits per batch (files, Delta, ``foreachBatch`` keyed by batch id) the output has no
+gap and no duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from rmq.errors import InvalidArgumentError
+from rmq.spark.broker_queues import BrokerQueues, read_broker_range
+from rmq.spark.offsets import Offsets, cap_offsets, offsets_from_json, offsets_to_json, plan_ranges
+from rmq.spark.queue_read import RangeRead, data_loss_error
+from rmq.spark.rows import messages_to_batch
+from rmq.spark.store_queues import StoreQueues, read_store_range
+from rmq.spark.stream_options import EARLIEST, LATEST, StreamOptions
+
+__all__ = ["RmqStreamReader", "StreamPart"]
+
+Queues = BrokerQueues | StoreQueues
+
+
+@dataclass(frozen=True)
+class StreamPart:
+    """One partition: a queue range and where to read it (a broker's endpoint, or the
+    store directory holding the queue)."""
+
+    location: str
+    from_broker: bool
+    shard: str
+    read: RangeRead
+
+
+class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: StreamOptions, arrow_schema: Any) -> None:
+        self.options = options
+        self.arrow_schema = arrow_schema
+        self._queues: Queues | None = None
+        # Where ``Trigger.AvailableNow`` stops (the latest offsets when it was asked).
+        self._target: Offsets | None = None
+        self.queues()  # an unreachable broker or an unknown topic fails the query now
+
+    # ---- the driver's side ----
+
+    def queues(self) -> Queues:
+        if self._queues is None:
+            options = self.options
+            if options.endpoint is not None:
+                self._queues = BrokerQueues(options.endpoint, options.topic, options.token)
+            else:
+                assert options.path is not None
+                self._queues = StoreQueues(options.path, options.topic)
+        return self._queues
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_queues"] = None
+        return state
+
+    def initialOffset(self) -> dict[str, Any]:
+        """Where a new query starts (a restarted one starts at its checkpoint)."""
+        options = self.options
+        bounds = self.queues().bounds()
+        if options.starting_timestamp is not None:
+            offsets = self.queues().offsets_for_time(options.starting_timestamp, sorted(bounds))
+        elif options.starting == "earliest":
+            offsets = {queue: low for queue, (low, _) in bounds.items()}
+        elif options.starting == "latest":
+            offsets = {queue: high for queue, (_, high) in bounds.items()}
+        else:
+            assert isinstance(options.starting, dict)
+            offsets = self._given_offsets(options.starting, bounds)
+        return offsets_to_json(options.topic, offsets)
+
+    def _given_offsets(
+        self, given: Mapping[int, int], bounds: Mapping[int, tuple[int, int]]
+    ) -> Offsets:
+        topic = self.options.topic
+        unknown = sorted(set(given) - set(bounds))
+        missing = sorted(set(bounds) - set(given))
+        if unknown or missing:
+            raise InvalidArgumentError(
+                f"option startingOffsets must give every queue of {topic!r} (ids 0 to "
+                f"{len(bounds) - 1}): "
+                + "; ".join(
+                    text
+                    for text in (
+                        f"no queue {unknown}" if unknown else "",
+                        f"missing {missing}" if missing else "",
+                    )
+                    if text
+                ),
+                argument="startingOffsets",
+            )
+        offsets = {}
+        for queue, offset in given.items():
+            low, high = bounds[queue]
+            if offset == EARLIEST:
+                offset = low
+            elif offset == LATEST:
+                offset = high
+            elif offset > high:
+                raise InvalidArgumentError(
+                    f"option startingOffsets: offset {offset} of queue {queue} of {topic!r} is "
+                    f"past its end ({high})",
+                    argument="startingOffsets",
+                )
+            elif offset < low:
+                if self.options.fail_on_data_loss:
+                    raise data_loss_error(topic, queue, offset, low)
+                offset = low
+            offsets[queue] = offset
+        return offsets
+
+    def latestOffset(
+        self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None
+    ) -> dict[str, Any]:
+        """The end of the next micro-batch: what the queues hold now, within the limit."""
+        topic = self.options.topic
+        bounds = self.queues().bounds()
+        begin = {} if start is None else offsets_from_json(topic, start)
+        for queue, offset in begin.items():
+            low = bounds.get(queue, (offset, offset))[0]
+            if offset < low and self.options.fail_on_data_loss:
+                raise data_loss_error(topic, queue, offset, low)
+        latest = {queue: high for queue, (_, high) in bounds.items()}
+        if self._target is not None:
+            target = self._target
+            latest = {queue: min(high, target.get(queue, 0)) for queue, high in latest.items()}
+        if limit is None and self.options.max_offsets_per_trigger is not None:
+            limit = ReadMaxRows(self.options.max_offsets_per_trigger)
+        if isinstance(limit, ReadMaxRows):
+            latest = cap_offsets(begin, latest, limit.max_rows)
+        elif limit is not None and not isinstance(limit, ReadAllAvailable):
+            raise InvalidArgumentError(f"the rmq source cannot apply the read limit {limit}")
+        # Never behind the start: a queue that went away keeps its offset.
+        end = {**begin, **{q: max(o, begin.get(q, o)) for q, o in latest.items()}}
+        return offsets_to_json(topic, end)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.options.max_offsets_per_trigger)
+
+    def reportLatestOffset(self) -> dict[str, Any]:
+        bounds = self.queues().bounds()
+        return offsets_to_json(self.options.topic, {q: high for q, (_, high) in bounds.items()})
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = {q: high for q, (_, high) in self.queues().bounds().items()}
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        options = self.options
+        ranges = plan_ranges(
+            offsets_from_json(options.topic, start),
+            offsets_from_json(options.topic, end),
+            options.min_partitions,
+        )
+        if not ranges:
+            return []
+        queues = self.queues()
+        shards = queues.shard_names()
+        locations = queues.locations() if isinstance(queues, StoreQueues) else {}
+        parts = []
+        for queue_range in ranges:
+            queue = queue_range.queue_id
+            read = RangeRead(
+                topic=options.topic,
+                queue_id=queue,
+                start=queue_range.start,
+                end=queue_range.end,
+                new_queue=queue_range.new_queue,
+                fail_on_data_loss=options.fail_on_data_loss,
+                keys=options.keys,
+                batch_rows=options.batch_rows,
+            )
+            if isinstance(queues, BrokerQueues):
+                part = StreamPart(queues.endpoint, True, shards.get(queue, ""), read)
+            else:
+                part = StreamPart(locations[queue], False, shards[queue], read)
+            parts.append(InputPartition(part))
+        return parts
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: the query's position lives in Spark's checkpoint, not in rmq."""
+
+    def stop(self) -> None:
+        if self._queues is not None:
+            self._queues.close()
+            self._queues = None
+
+    # ---- the executors' side ----
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        part = partition.value
+        if not isinstance(part, StreamPart):
+            return
+        tags = self.options.tags
+        if part.from_broker:
+            lists = read_broker_range(part.location, self.options.token, tags, part.read)
+        else:
+            lists = read_store_range(part.location, tags, part.read)
+        for messages in lists:
+            yield messages_to_batch(messages, part.shard, self.arrow_schema)
