@@ -7,16 +7,22 @@
 ``brokers`` starts brokers in the test's ``tmp_path`` and stops them when the test ends;
 ``module_brokers`` is the same for brokers a module's tests share (a module-scoped
 fixture of the module starts them). See tests/support/brokers.py.
+
+``s3_server`` is a real S3-compatible server (versitygw) for the session and ``s3_bucket``
+a fresh bucket on it for one test. See tests/support/s3_server.py.
 """
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.brokers import Brokers
+from tests.support.s3_server import S3Server
 
 
 @pytest.fixture
@@ -37,3 +43,20 @@ def module_brokers(
         yield started
     finally:
         started.stop_all()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3-compatible server (versitygw, posix backend) on a loopback port for the
+    whole session; see tests/support/s3_server.py. A test that stops it should start it
+    again (``s3_bucket`` restarts one left stopped)."""
+    with S3Server(tmp_path_factory.mktemp("s3")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
+    """A new, empty bucket on ``s3_server`` for this test; its name."""
+    s3_server.start()  # a no-op unless an earlier test left the server stopped
+    stem = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    return s3_server.create_bucket(f"{stem or 'test'}-{uuid.uuid4().hex[:12]}")
