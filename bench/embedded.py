@@ -87,11 +87,12 @@ class RmqSystem:
             return
         message = rmq.Message
         put_batch = store.put_batch
+        queues = wl.queues
         for start in range(0, wl.count, batch):
             end = min(wl.count, start + batch)
             put_batch(
                 TOPIC,
-                0,
+                (start // batch) % queues,
                 [message(bodies[i], tags=wl.tag(i), keys=[wl.keys[i]]) for i in range(start, end)],
             )
 

@@ -31,6 +31,9 @@ class Workload:
     # Bodies only: no tag and no key, so nothing but the message itself is stored.
     plain: bool = False
     ordered: list[bytes] = field(default_factory=list)
+    # Queues of the topic that rmq spreads the messages over, a batch (or a single put) to
+    # each in turn; the key-value peers have no queues and ignore it.
+    queues: int = 1
 
     def __post_init__(self) -> None:
         if not self.ordered:
@@ -48,11 +51,15 @@ class Workload:
         return self.count * self.body_size
 
 
-def make(count: int, body_size: int, seed: int = 8, *, plain: bool = False) -> Workload:
+def make(
+    count: int, body_size: int, seed: int = 8, *, plain: bool = False, queues: int = 1
+) -> Workload:
     rng = random.Random(seed * 1_000_003 + body_size)
     bodies = [rng.randbytes(body_size) for _ in range(min(POOL, max(1, count)))]
     keys = [] if plain else [f"order-{i:09d}" for i in range(count)]
-    return Workload(count=count, body_size=body_size, bodies=bodies, keys=keys, plain=plain)
+    return Workload(
+        count=count, body_size=body_size, bodies=bodies, keys=keys, plain=plain, queues=queues
+    )
 
 
 def estimated_record_size(

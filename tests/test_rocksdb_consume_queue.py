@@ -186,3 +186,42 @@ def test_rmq_serve_with_rocksdb_consume_queues(tmp_path: Path) -> None:
     for shard in ("shard-0", "shard-1"):
         with rmq.Store(data / shard, read_only=True) as store:
             assert store.consume_queue_type == "rocksdb"
+
+
+def test_a_message_is_readable_as_soon_as_its_put_returns(tmp_path: Path) -> None:
+    """The RocksDB form writes its batches on a thread of its own; a reader must still see
+    every acknowledged message at once, and never an offset whose entry is missing."""
+    import threading
+
+    store = rmq.Store(str(tmp_path / "s"), consume_queue_type="rocksdb", **OPTIONS)
+    stop = threading.Event()
+    seen_gaps: list[str] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            for queue_id in range(2):
+                end = store.max_offset("Orders", queue_id)
+                if end > 0 and not store.get("Orders", queue_id, end - 1, 1):
+                    seen_gaps.append(f"queue {queue_id} offset {end - 1}")
+
+    store.create_topic("Orders", 2)
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for batch in range(300):
+            queue_id = batch % 2
+            results = store.put_batch(
+                "Orders", queue_id, [rmq.Message(f"{batch}/{i}".encode()) for i in range(16)]
+            )
+            last = results[-1].queue_offset
+            got = store.get("Orders", queue_id, last, 1)
+            assert [m.body for m in got] == [f"{batch}/15".encode()]
+            assert store.max_offset("Orders", queue_id) == last + 1
+    finally:
+        stop.set()
+        thread.join()
+    assert seen_gaps == []
+    store.close()
+    reopened = rmq.Store(str(tmp_path / "s"), consume_queue_type="rocksdb", **OPTIONS)
+    assert [reopened.max_offset("Orders", q) for q in range(2)] == [150 * 16, 150 * 16]
+    reopened.close()

@@ -3,12 +3,10 @@
 //! `Dispatcher`, so the derived files are always what a rebuild from the log would give.
 //!
 //! A dispatcher holds the index writer's lock for its lifetime and gathers the entries of
-//! consecutive records of one queue into a run that is appended in one call, so a batch
-//! pays for one queue-file lookup and one index lock, not one per record.
+//! a batch into one run per queue, appended together when it finishes, so a batch pays for
+//! one lookup per queue, one index lock and (RocksDB form) one write, not one per record.
 
-use std::sync::Arc;
-
-use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore, CqEntry};
+use crate::consume_queue::{ConsumeQueueStore, CqEntry, QueueRun};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::PageWarmer;
 use crate::index::{IndexBatch, IndexService};
@@ -25,33 +23,24 @@ pub enum Dispatched {
     NotQueued,
 }
 
-/// Entries gathered before a run is appended (bounds memory in a long recovery scan).
-const MAX_RUN: usize = 4096;
-
-/// Consecutive entries of one queue, not yet appended.
-struct QueueRun {
-    queue: Arc<dyn ConsumeQueue>,
-    topic: Vec<u8>,
-    queue_id: i32,
-    first_offset: i64,
-    entries: Vec<CqEntry>,
-}
-
-impl QueueRun {
-    fn continues(&self, view: &RecordView<'_>) -> bool {
-        self.entries.len() < MAX_RUN
-            && view.queue_id == self.queue_id
-            && view.queue_offset == self.first_offset + self.entries.len() as i64
-            && view.topic == self.topic.as_slice()
-    }
-}
+/// Entries gathered before the pending runs are appended (bounds memory in a long
+/// recovery scan), and queues with a pending run (bounds the search for a record's run).
+const MAX_PENDING_ENTRIES: usize = 4096;
+const MAX_PENDING_QUEUES: usize = 64;
 
 pub struct Dispatcher<'a> {
     queues: &'a dyn ConsumeQueueStore,
     index: IndexBatch<'a>,
     /// Faults in consume-queue pages ahead of the writer (the append path only).
     warmer: Option<&'a PageWarmer>,
-    run: Option<QueueRun>,
+    /// At most one run per queue, appended together by `append_pending` so that a form
+    /// writing in transactions (RocksDB) writes a batch over many queues in one.
+    runs: Vec<QueueRun>,
+    /// The topic and queue id of each run, by position.
+    run_keys: Vec<(Vec<u8>, i32)>,
+    /// The run the last record went to: the next one most likely continues it.
+    current: usize,
+    pending_entries: usize,
 }
 
 impl<'a> Dispatcher<'a> {
@@ -60,7 +49,10 @@ impl<'a> Dispatcher<'a> {
             queues,
             index: index.batch(),
             warmer: None,
-            run: None,
+            runs: Vec::new(),
+            run_keys: Vec::new(),
+            current: 0,
+            pending_entries: 0,
         }
     }
 
@@ -86,24 +78,49 @@ impl<'a> Dispatcher<'a> {
         if !view.is_dispatched_to_consume_queue() {
             return Ok(Dispatched::NotQueued);
         }
-        if let Some(run) = self.run.as_mut().filter(|run| run.continues(view)) {
-            run.entries.push(queue_entry_of(view));
-            return Ok(Dispatched::Appended);
+        if self.pending_entries >= MAX_PENDING_ENTRIES {
+            self.append_pending()?;
         }
-        self.append_run()?;
-        let queue = self
-            .queues
-            .get_or_create(&view.topic_str(), view.queue_id)?;
-        let max = queue.max_offset();
-        if view.queue_offset < max {
+        let run = match self.run_of(view) {
+            Some(run) => run,
+            None => {
+                if self.runs.len() >= MAX_PENDING_QUEUES {
+                    self.append_pending()?;
+                }
+                let queue = self
+                    .queues
+                    .get_or_create(&view.topic_str(), view.queue_id)?;
+                let assigned = queue.writer_bounds();
+                let first_offset = assigned.max();
+                let empty = first_offset == assigned.min();
+                // A queue that starts past zero (its older entries expired) may start at
+                // any record.
+                let first_offset = if empty && view.queue_offset > first_offset {
+                    view.queue_offset
+                } else {
+                    first_offset
+                };
+                self.runs.push(QueueRun {
+                    queue,
+                    first_offset,
+                    entries: Vec::new(),
+                });
+                self.run_keys.push((view.topic.to_vec(), view.queue_id));
+                self.runs.len() - 1
+            }
+        };
+        self.current = run;
+        let run = &mut self.runs[run];
+        let end = run.end_offset();
+        if view.queue_offset < end {
             return Ok(Dispatched::AlreadyPresent);
         }
-        if view.queue_offset > max && max > queue.min_offset() {
+        if view.queue_offset > end {
             return Err(Error::corrupt(
-                queue.location(),
+                run.queue.location(),
                 0,
                 format!(
-                    "record at commit-log offset {} has queue offset {} but queue {}/{} ends at {max}",
+                    "record at commit-log offset {} has queue offset {} but queue {}/{} ends at {end}",
                     view.physical_offset,
                     view.queue_offset,
                     view.topic_str(),
@@ -111,28 +128,34 @@ impl<'a> Dispatcher<'a> {
                 ),
             ));
         }
-        self.run = Some(QueueRun {
-            queue,
-            topic: view.topic.to_vec(),
-            queue_id: view.queue_id,
-            first_offset: view.queue_offset,
-            entries: vec![queue_entry_of(view)],
-        });
+        run.entries.push(queue_entry_of(view));
+        self.pending_entries += 1;
         Ok(Dispatched::Appended)
     }
 
-    fn append_run(&mut self) -> Result<()> {
-        match self.run.take() {
-            Some(run) => run
-                .queue
-                .append_all(run.first_offset, &run.entries, self.warmer),
-            None => Ok(()),
+    /// The position of the pending run of the record's queue.
+    fn run_of(&self, view: &RecordView<'_>) -> Option<usize> {
+        let is_its_queue =
+            |key: &(Vec<u8>, i32)| key.1 == view.queue_id && key.0.as_slice() == view.topic;
+        if self.run_keys.get(self.current).is_some_and(is_its_queue) {
+            return Some(self.current);
         }
+        self.run_keys.iter().position(is_its_queue)
+    }
+
+    fn append_pending(&mut self) -> Result<()> {
+        self.runs.retain(|run| !run.entries.is_empty());
+        let appended = self.queues.append_runs(&self.runs, self.warmer);
+        self.runs.clear();
+        self.run_keys.clear();
+        self.current = 0;
+        self.pending_entries = 0;
+        appended
     }
 
     /// Append what is gathered and release the index.
     pub fn finish(mut self) -> Result<()> {
-        self.append_run()
+        self.append_pending()
     }
 }
 

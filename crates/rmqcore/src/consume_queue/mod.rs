@@ -83,6 +83,13 @@ pub trait ConsumeQueue: Send + Sync + std::fmt::Debug {
     /// files (file form) or entries (RocksDB form) went.
     fn drop_below(&self, commitlog_min: i64) -> Result<u64>;
 
+    /// The bounds as the store's writer has assigned them: ahead of `bounds` while a form
+    /// that writes in the background (RocksDB) has not yet written the last entries.
+    /// Only the writer asks; it must not wait for its own writes.
+    fn writer_bounds(&self) -> &QueueBounds {
+        self.bounds()
+    }
+
     /// The first queue offset readers may ask for.
     fn min_offset(&self) -> i64 {
         self.bounds().min()
@@ -155,6 +162,21 @@ impl Iterator for EntryCursor<'_> {
     }
 }
 
+/// Consecutive entries of one queue, gathered by the dispatcher and not yet appended.
+#[derive(Debug)]
+pub struct QueueRun {
+    pub queue: Arc<dyn ConsumeQueue>,
+    pub first_offset: i64,
+    pub entries: Vec<CqEntry>,
+}
+
+impl QueueRun {
+    /// The queue offset after the run's last entry.
+    pub fn end_offset(&self) -> i64 {
+        self.first_offset + self.entries.len() as i64
+    }
+}
+
 /// Every consume queue of a store.
 pub trait ConsumeQueueStore: Send + Sync + std::fmt::Debug {
     fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<dyn ConsumeQueue>>;
@@ -165,6 +187,12 @@ pub trait ConsumeQueueStore: Send + Sync + std::fmt::Debug {
     fn all(&self) -> Vec<Arc<dyn ConsumeQueue>>;
     /// Remove a topic's queues; false if it had none.
     fn remove_topic(&self, topic: &str) -> Result<bool>;
+    /// Append the runs of one dispatched batch, each to its queue (at most one run per
+    /// queue). A form that writes in transactions writes them all in one.
+    fn append_runs(&self, runs: &[QueueRun], warmer: Option<&PageWarmer>) -> Result<()> {
+        runs.iter()
+            .try_for_each(|run| run.queue.append_all(run.first_offset, &run.entries, warmer))
+    }
     /// Make every entry appended so far durable.
     fn flush(&self) -> Result<()>;
     /// Let go of what the store holds open (called once, when the store closes).

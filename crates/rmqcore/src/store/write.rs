@@ -74,7 +74,7 @@ impl Store {
             self.check_writable()?;
             self.inner.ensure_topic(topic, queue_id + 1)?;
             let queue = self.inner.queues.get_or_create(topic, queue_id)?;
-            let first_queue_offset = queue.max_offset();
+            let first_queue_offset = queue.writer_bounds().max();
             let store_timestamp = now_millis();
             let log_end_before = self.inner.commit_log.write_offset();
             let appended = self

@@ -11,6 +11,7 @@ use rocksdb::{
     DEFAULT_COLUMN_FAMILY_NAME,
 };
 
+use super::background::WriteProgress;
 use super::layout::{self, QueueEnd, OFFSET_COLUMN_FAMILY};
 use crate::big_endian::read_i64;
 use crate::error::{Error, Result};
@@ -50,6 +51,11 @@ impl Batch {
             .push(Operation::Entries(key_prefix, first_offset, values));
     }
 
+    /// `other`'s writes after this batch's.
+    pub(crate) fn extend(&mut self, other: Batch) {
+        self.operations.extend(other.operations);
+    }
+
     pub(crate) fn put(&mut self, family: Family, key: Vec<u8>, value: &[u8]) {
         self.operations
             .push(Operation::Put(family, key, value.to_vec()));
@@ -76,6 +82,8 @@ pub(crate) struct Database {
     pub(super) commitlog_min: Arc<AtomicI64>,
     /// The `CHECKPOINT_TOPIC` value: the end of the last record dispatched.
     pub(super) dispatched: AtomicI64,
+    /// How far the writer thread has come (`background.rs`).
+    pub(super) progress: WriteProgress,
 }
 
 impl std::fmt::Debug for Database {

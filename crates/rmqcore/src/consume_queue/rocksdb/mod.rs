@@ -2,16 +2,19 @@
 //! queue's entries in one RocksDB database at `consumequeue/`, so a store with a million
 //! queues keeps a handful of files open instead of a mapped file per queue.
 //!
-//! The database is written as RocketMQ writes it: one `WriteBatch` per dispatched run,
-//! without the write-ahead log (the commit log is the source of truth, and recovery
-//! dispatches again whatever a crash lost), with atomic flushes so that the entries and
-//! the dispatched offset reach the disk together. Entries of records that retention
-//! deleted are dropped by a compaction filter, as RocketMQ's
-//! `ConsumeQueueCompactionFilterFactory` does, and each queue's `min` key moves past them.
+//! The database is written as RocketMQ writes it: one `WriteBatch` per dispatched batch,
+//! on a writer thread of its own (`background.rs`), without the write-ahead log (the
+//! commit log is the source of truth, and recovery dispatches again whatever a crash
+//! lost), with atomic flushes so that the entries and the dispatched offset reach the disk
+//! together. Entries of records that retention deleted are dropped by a compaction
+//! filter, as RocketMQ's `ConsumeQueueCompactionFilterFactory` does, and each queue's
+//! `min` key moves past them.
 //!
-//! Thread safety: RocksDB is thread-safe; the table of open queues is behind an `RwLock`
-//! and each queue's bounds are atomics, written only by the store's single writer.
+//! Thread safety: RocksDB is thread-safe; the table of open queues is behind an `RwLock`;
+//! each queue's bounds are atomics, assigned by the store's single writer and published
+//! by the writer thread once written.
 
+mod background;
 mod database;
 pub mod layout;
 mod queue;
@@ -25,8 +28,10 @@ use rocksdb::{
     compaction_filter::Decision, ColumnFamilyDescriptor, Options, DB, DEFAULT_COLUMN_FAMILY_NAME,
 };
 
-use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore};
+use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore, QueueRun};
 use crate::error::{Error, Result};
+use crate::files::page_warmer::PageWarmer;
+use background::{BackgroundWriter, Job, WriteProgress};
 use database::{Batch, Database, Family};
 use layout::OFFSET_COLUMN_FAMILY;
 use queue::RocksDbConsumeQueue;
@@ -40,6 +45,8 @@ pub struct RocksDbConsumeQueueStore {
     database: Arc<Database>,
     /// Queues looked up so far; the rest stay in the database until asked for.
     queues: RwLock<HashMap<(String, i32), Arc<RocksDbConsumeQueue>>>,
+    /// Writes appends' batches off the store's writer thread (writable stores only).
+    writer: Option<BackgroundWriter>,
 }
 
 impl RocksDbConsumeQueueStore {
@@ -109,11 +116,19 @@ impl RocksDbConsumeQueueStore {
             writable,
             commitlog_min,
             dispatched: AtomicI64::new(0),
+            progress: WriteProgress::default(),
         };
         database.dispatched = AtomicI64::new(database.stored_dispatched_end()?);
+        let database = Arc::new(database);
+        let writer = if writable {
+            Some(BackgroundWriter::start(&database)?)
+        } else {
+            None
+        };
         Ok(RocksDbConsumeQueueStore {
-            database: Arc::new(database),
+            database,
             queues: RwLock::new(HashMap::new()),
+            writer,
         })
     }
 
@@ -122,8 +137,14 @@ impl RocksDbConsumeQueueStore {
     }
 
     /// The commit-log offset up to which records were dispatched (flushed or not).
-    pub fn dispatched_end(&self) -> i64 {
-        self.database.dispatched_end()
+    pub fn dispatched_end(&self) -> Result<i64> {
+        self.drain()?;
+        Ok(self.database.dispatched_end())
+    }
+
+    /// Wait until every batch handed to the writer thread is written.
+    fn drain(&self) -> Result<()> {
+        self.writer.as_ref().map_or(Ok(()), BackgroundWriter::drain)
     }
 
     fn cached(&self, topic: &str, queue_id: i32) -> Option<Arc<RocksDbConsumeQueue>> {
@@ -247,6 +268,7 @@ impl ConsumeQueueStore for RocksDbConsumeQueueStore {
     }
 
     fn remove_topic(&self, topic: &str) -> Result<bool> {
+        self.drain()?;
         let existed = self.contains_topic(topic);
         let (start, end) = layout::topic_range(topic);
         let mut batch = Batch::default();
@@ -261,17 +283,53 @@ impl ConsumeQueueStore for RocksDbConsumeQueueStore {
         Ok(existed)
     }
 
+    /// All runs in one `WriteBatch`, written by the writer thread: a batch over many
+    /// queues costs one write, and the store's writer does not wait for it.
+    fn append_runs(&self, runs: &[QueueRun], _warmer: Option<&PageWarmer>) -> Result<()> {
+        let mut batch = Batch::default();
+        let mut staged = Vec::with_capacity(runs.len());
+        for run in runs {
+            let queue = self
+                .load(run.queue.topic(), run.queue.queue_id())?
+                .ok_or(Error::Closed)?;
+            if let Some(run) = queue.stage(&mut batch, run.first_offset, &run.entries)? {
+                staged.push((queue, run));
+            }
+        }
+        let Some(dispatched_end) = staged.iter().map(|(_, run)| run.dispatched_end).max() else {
+            return Ok(());
+        };
+        let Some(writer) = &self.writer else {
+            return Err(Error::ReadOnly);
+        };
+        let seq = writer.reserve()?;
+        for (queue, run) in &staged {
+            queue.assign(run, seq);
+        }
+        writer.submit(Job {
+            batch,
+            runs: staged,
+            dispatched_end,
+            seq,
+        })
+    }
+
     fn flush(&self) -> Result<()> {
+        self.drain()?;
         self.database.flush()
     }
 
     fn close(&self) {
+        if let Some(writer) = &self.writer {
+            writer.stop();
+        }
         self.database.close();
     }
 
     /// Only queues whose last entry lies at or past `commitlog_end` change, and when the
     /// dispatched offset is below it no queue can: a clean reopen reads one key.
     fn truncate_from_physical(&self, commitlog_end: i64) -> Result<u64> {
+        self.drain()?;
         if self.database.dispatched_end() <= commitlog_end {
             return Ok(0);
         }
@@ -291,6 +349,7 @@ impl ConsumeQueueStore for RocksDbConsumeQueueStore {
     /// Entries of deleted segments go in a compaction (the filter drops them); each
     /// queue's `min` key moves past them at once, so readers never see them.
     fn drop_below(&self, commitlog_min: i64) -> Result<u64> {
+        self.drain()?;
         let database = &self.database;
         database
             .commitlog_min

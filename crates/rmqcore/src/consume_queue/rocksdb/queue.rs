@@ -2,7 +2,7 @@
 //! `max` keys in the database (format §6).
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::layout::{self, Bound, QueueEnd};
@@ -11,13 +11,27 @@ use crate::consume_queue::{ConsumeQueue, CqEntry, QueueBounds};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::PageWarmer;
 
+/// A run put into a batch: how the queue's bounds move once the batch is written.
+pub(super) struct StagedRun {
+    new_min: Option<i64>,
+    new_max: i64,
+    /// The end of the run's last record in the commit log.
+    pub(super) dispatched_end: i64,
+}
+
 #[derive(Debug)]
 pub struct RocksDbConsumeQueue {
     database: Arc<Database>,
     topic: String,
     queue_id: i32,
-    /// `max` is the next queue offset to assign (RocketMQ's `max` key holds the last one).
+    /// What readers see: `max` is the next queue offset written (RocketMQ's `max` key
+    /// holds the last one).
     bounds: QueueBounds,
+    /// What the store's writer has assigned, ahead of `bounds` while the writer thread
+    /// has the batch (`background.rs`).
+    assigned: QueueBounds,
+    /// The writer-thread job holding the queue's last assigned entries.
+    pending_seq: AtomicU64,
 }
 
 impl RocksDbConsumeQueue {
@@ -27,6 +41,8 @@ impl RocksDbConsumeQueue {
             topic: topic.to_string(),
             queue_id,
             bounds: QueueBounds::new(at, at),
+            assigned: QueueBounds::new(at, at),
+            pending_seq: AtomicU64::new(0),
         }
     }
 
@@ -47,9 +63,94 @@ impl RocksDbConsumeQueue {
             ),
         };
         let queue = Self::empty(database, topic, queue_id, max_offset);
-        queue.bounds.set_min(min_offset);
+        queue.set_min(min_offset);
         queue.trim_lost_tail()?;
         Ok(Some(queue))
+    }
+
+    /// Put the run's entries and the queue's `max` key (and `min` for a queue's first
+    /// entries) into `batch`; None for an empty run. The bounds move by `publish`, after
+    /// the batch is written.
+    pub(super) fn stage(
+        &self,
+        batch: &mut Batch,
+        first_offset: i64,
+        entries: &[CqEntry],
+    ) -> Result<Option<StagedRun>> {
+        let Some(last) = entries.last() else {
+            return Ok(None);
+        };
+        let (min, max) = (self.assigned.min(), self.assigned.max());
+        let empty = max == min;
+        if first_offset != max && !empty {
+            return Err(Error::corrupt(
+                self.location(),
+                0,
+                format!(
+                    "entry for queue offset {first_offset} of {}/{} out of order: the queue \
+                     expects {max}",
+                    self.topic, self.queue_id
+                ),
+            ));
+        }
+        batch.put_entries(
+            layout::queue_key_prefix(&self.topic, self.queue_id),
+            first_offset,
+            entries.iter().map(layout::encode_entry).collect(),
+        );
+        let last_offset = first_offset + entries.len() as i64 - 1;
+        batch.put(
+            Family::Offsets,
+            self.offset_key(Bound::Max),
+            &layout::encode_queue_end(QueueEnd {
+                commitlog_offset: last.commitlog_offset,
+                queue_offset: last_offset,
+            }),
+        );
+        if empty {
+            batch.put(
+                Family::Offsets,
+                self.offset_key(Bound::Min),
+                &layout::encode_queue_end(QueueEnd {
+                    commitlog_offset: entries[0].commitlog_offset,
+                    queue_offset: first_offset,
+                }),
+            );
+        }
+        Ok(Some(StagedRun {
+            new_min: empty.then_some(first_offset),
+            new_max: last_offset + 1,
+            dispatched_end: last.commitlog_end(),
+        }))
+    }
+
+    /// The store's writer goes on from a staged run at once; readers wait for job `seq`.
+    pub(super) fn assign(&self, staged: &StagedRun, seq: u64) {
+        self.pending_seq.store(seq, Ordering::Release);
+        if let Some(min) = staged.new_min {
+            self.assigned.set_min(min);
+        }
+        self.assigned.set_max(staged.new_max);
+    }
+
+    /// Readers may see a staged run once its batch is written.
+    pub(super) fn publish(&self, staged: &StagedRun) {
+        if let Some(min) = staged.new_min {
+            self.bounds.set_min(min);
+        }
+        self.bounds.set_max(staged.new_max);
+    }
+
+    /// Bounds that readers and the writer see alike (loading, truncation, retention:
+    /// never with a batch pending on the writer thread).
+    fn set_min(&self, offset: i64) {
+        self.assigned.set_min(offset);
+        self.bounds.set_min(offset);
+    }
+
+    fn set_max(&self, offset: i64) {
+        self.assigned.set_max(offset);
+        self.bounds.set_max(offset);
     }
 
     /// A crash can keep the `max` key of a batch whose entries it lost (the two column
@@ -70,7 +171,7 @@ impl RocksDbConsumeQueue {
             self.set_end(&mut batch, min, end, next_commitlog)?;
             self.database.write(batch)?;
         }
-        self.bounds.set_max(end);
+        self.set_max(end);
         Ok(())
     }
 
@@ -144,8 +245,19 @@ impl ConsumeQueue for RocksDbConsumeQueue {
         &self.database.path
     }
 
+    /// Entries assigned by the writer are waited for, so that a message can be read as
+    /// soon as its put returns.
     fn bounds(&self) -> &QueueBounds {
+        if self.assigned.max() > self.bounds.max() {
+            self.database
+                .progress
+                .wait_for(self.pending_seq.load(Ordering::Acquire));
+        }
         &self.bounds
+    }
+
+    fn writer_bounds(&self) -> &QueueBounds {
+        &self.assigned
     }
 
     fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry> {
@@ -176,65 +288,28 @@ impl ConsumeQueue for RocksDbConsumeQueue {
             .collect()
     }
 
-    /// One `WriteBatch` for the run: its entries, the queue's `max` key (and `min` for a
-    /// queue's first entries) and the dispatched offset, as RocketMQ's
-    /// `putMessagePosition` writes them.
+    /// One `WriteBatch` for the run, written at once (appends from the store go through
+    /// `ConsumeQueueStore::append_runs` and the writer thread instead).
     fn append_all(
         &self,
         first_offset: i64,
         entries: &[CqEntry],
         _warmer: Option<&PageWarmer>,
     ) -> Result<()> {
-        let Some(last) = entries.last() else {
+        // Written here, after whatever the writer thread holds, so bounds only grow.
+        self.database.progress.drain(&self.database)?;
+        let mut batch = Batch::default();
+        let Some(staged) = self.stage(&mut batch, first_offset, entries)? else {
             return Ok(());
         };
-        let max = self.max_offset();
-        let empty = max == self.min_offset();
-        if first_offset != max && !empty {
-            return Err(Error::corrupt(
-                self.location(),
-                0,
-                format!(
-                    "entry for queue offset {first_offset} of {}/{} out of order: the queue \
-                     expects {max}",
-                    self.topic, self.queue_id
-                ),
-            ));
-        }
-        let database = &self.database;
-        let mut batch = Batch::default();
-        batch.put_entries(
-            layout::queue_key_prefix(&self.topic, self.queue_id),
-            first_offset,
-            entries.iter().map(layout::encode_entry).collect(),
-        );
-        let last_offset = first_offset + entries.len() as i64 - 1;
-        batch.put(
-            Family::Offsets,
-            self.offset_key(Bound::Max),
-            &layout::encode_queue_end(QueueEnd {
-                commitlog_offset: last.commitlog_offset,
-                queue_offset: last_offset,
-            }),
-        );
-        if empty {
-            batch.put(
-                Family::Offsets,
-                self.offset_key(Bound::Min),
-                &layout::encode_queue_end(QueueEnd {
-                    commitlog_offset: entries[0].commitlog_offset,
-                    queue_offset: first_offset,
-                }),
-            );
-        }
-        let dispatched = last.commitlog_end().max(database.dispatched_end());
-        database.put_dispatched_end(&mut batch, dispatched);
-        database.write(batch)?;
-        database.dispatched.store(dispatched, Ordering::Release);
-        if empty {
-            self.bounds.set_min(first_offset);
-        }
-        self.bounds.set_max(last_offset + 1);
+        let dispatched = staged.dispatched_end.max(self.database.dispatched_end());
+        self.database.put_dispatched_end(&mut batch, dispatched);
+        self.database.write(batch)?;
+        self.database
+            .dispatched
+            .store(dispatched, Ordering::Release);
+        self.assign(&staged, 0);
+        self.publish(&staged);
         Ok(())
     }
 
@@ -248,9 +323,9 @@ impl ConsumeQueue for RocksDbConsumeQueue {
         batch.delete_range(Family::Entries, self.key(cut), self.key(max));
         self.set_end(&mut batch, min, cut, commitlog_end)?;
         self.database.write(batch)?;
-        self.bounds.set_max(cut);
+        self.set_max(cut);
         if cut <= min {
-            self.bounds.set_min(cut);
+            self.set_min(cut);
         }
         Ok((max - cut) as u64)
     }
@@ -274,7 +349,7 @@ impl ConsumeQueue for RocksDbConsumeQueue {
             }),
         );
         self.database.write(batch)?;
-        self.bounds.set_min(first);
+        self.set_min(first);
         Ok((first - min) as u64)
     }
 }
