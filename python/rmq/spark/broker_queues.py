@@ -10,7 +10,7 @@ from rmq._rmqcore import decode_pull_response
 from rmq.client import Client
 from rmq.errors import BrokerNotFoundError, BrokerUnavailableError, RmqError
 from rmq.proto.v1 import broker_pb2 as pb
-from rmq.spark.queue_read import RangeRead, read_range
+from rmq.spark.queue_read import Pull, RangeRead, first_readable, read_range
 from rmq.spark.rows import QueueMessage
 
 __all__ = ["BrokerQueues", "read_broker_range"]
@@ -70,6 +70,13 @@ class BrokerQueues:
             ) from None
         return {q.queue_id: (q.min_offset, q.max_offset) for q in queues}
 
+    def first_offsets(self, bounds: dict[int, tuple[int, int]]) -> dict[int, int]:
+        """Per queue, its first readable offset (see ``first_readable``)."""
+        return {
+            queue: first_readable(broker_pull(self.client, self.topic, queue, ()), low, high)
+            for queue, (low, high) in bounds.items()
+        }
+
     def shard_names(self) -> dict[int, str]:
         """Per queue id, the name of its shard's directory (``shard-N``)."""
         return {q.queue_id: f"shard-{q.shard}" for q in self.client.route(self.topic).queues}
@@ -87,6 +94,12 @@ def read_broker_range(
     """The range's messages, pulled from the shard that serves the queue."""
     client = _client(endpoint, token)
     topic, queue_id = read.topic, read.queue_id
+    pull = broker_pull(client, topic, queue_id, tags)
+    return read_range(read, pull, lambda: client.queue_offsets(topic, queue_id))
+
+
+def broker_pull(client: Client, topic: str, queue_id: int, tags: Sequence[str]) -> Pull:
+    """``Pull`` over ``Shard.Pull`` (no waiting: the offsets asked for exist)."""
 
     def pull(offset: int, max_count: int) -> tuple[Sequence[QueueMessage], int]:
         request = pb.PullRequest(
@@ -104,7 +117,4 @@ def read_broker_range(
         messages, next_offset, _, _ = decode_pull_response(raw)
         return messages, next_offset
 
-    def first_offset() -> int:
-        return client.queue_offsets(topic, queue_id)[0]
-
-    return read_range(read, pull, first_offset)
+    return pull

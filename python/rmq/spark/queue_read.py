@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from rmq.errors import OffsetOutOfRangeError
 from rmq.spark.rows import QueueMessage
 
-__all__ = ["RangeRead", "data_loss_error", "read_range"]
+__all__ = ["RangeRead", "data_loss_error", "first_readable", "read_range"]
 
 log = logging.getLogger("rmq.spark")
 
@@ -51,18 +51,46 @@ def data_loss_error(topic: str, queue_id: int, wanted: int, first: int) -> Offse
     )
 
 
+def first_readable(pull: Pull, low: int, high: int) -> int:
+    """The first offset in ``[low, high)`` whose message can be read (``high`` if none).
+
+    A queue's reported first offset can lag behind retention (the engine moves it when a
+    reader runs into deleted log, not when the log is deleted; a read-only store or a
+    restarted broker reports the old one), so it is checked, and the deleted prefix is
+    found by bisection: what retention deletes is always a prefix of the queue.
+    """
+
+    def readable(offset: int) -> bool:
+        try:
+            pull(offset, 1)
+        except OffsetOutOfRangeError:
+            return False
+        return True
+
+    if low >= high or readable(low):
+        return low
+    low += 1
+    while low < high:
+        middle = (low + high) // 2
+        if readable(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return high
+
+
 def read_range(
-    read: RangeRead, pull: Pull, first_offset: Callable[[], int]
+    read: RangeRead, pull: Pull, bounds: Callable[[], tuple[int, int]]
 ) -> Iterator[list[QueueMessage]]:
     """Lists of the range's messages in queue order (keys filter applied), each at most
-    ``batch_rows`` long. ``first_offset()`` asks for the queue's first offset now."""
+    ``batch_rows`` long. ``bounds()`` asks for the queue's (first, next) offsets now."""
     wanted = set(read.keys)
     offset = read.start
     while offset < read.end:
         try:
             messages, next_offset = pull(offset, min(read.batch_rows, read.end - offset))
         except OffsetOutOfRangeError:
-            first = first_offset()
+            first = first_readable(pull, *bounds())
             if offset >= first:
                 raise
             if read.fail_on_data_loss and not read.new_queue:

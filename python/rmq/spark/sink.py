@@ -58,6 +58,8 @@ _IGNORED = (
     "born_timestamp", "store_timestamp", "born_host", "store_host", "sys_flag", "flag",
     "reconsume_times", "body_crc_ok",
 )  # fmt: skip
+# Options Spark passes on to a sink along with the sink's own.
+_SPARKS_OWN = {"path", "checkpointlocation", "queryname"}
 _KNOWN_OPTIONS = ("endpoint", "topic", "token", "batch_max_messages", "linger_ms", "timeout")
 
 
@@ -75,7 +77,7 @@ class WriteOptions:
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     lowered = {name.lower(): value for name, value in options.items()}
-    unknown = sorted(set(lowered) - set(_KNOWN_OPTIONS) - {"path"})
+    unknown = sorted(set(lowered) - set(_KNOWN_OPTIONS) - _SPARKS_OWN)
     if unknown:
         raise InvalidArgumentError(
             f"unknown write option(s) {', '.join(unknown)}; known: {', '.join(_KNOWN_OPTIONS)}",

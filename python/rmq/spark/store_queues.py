@@ -18,7 +18,7 @@ from rmq import Store
 from rmq.cluster.routes import FILE_NAME, RouteTable
 from rmq.errors import InvalidArgumentError, NotFoundError
 from rmq.spark.layout import find_shards
-from rmq.spark.queue_read import RangeRead, read_range
+from rmq.spark.queue_read import Pull, RangeRead, first_readable, read_range
 from rmq.spark.rows import QueueMessage
 
 __all__ = ["StoreQueues", "read_store_range"]
@@ -74,6 +74,16 @@ class StoreQueues:
                     found[queue] = _queue_bounds(store, self.topic, queue)
         return found
 
+    def first_offsets(self, bounds: dict[int, tuple[int, int]]) -> dict[int, int]:
+        """Per queue, its first readable offset (see ``first_readable``)."""
+        found = {}
+        for queue, store_dir in self.stores().items():
+            low, high = bounds.get(queue, (0, 0))
+            with Store(store_dir, read_only=True) as store:
+                pull = store_pull(store, self.topic, queue, ())
+                found[queue] = first_readable(pull, low, high)
+        return found
+
     def shard_names(self) -> dict[int, str]:
         return {queue: store_dir.name for queue, store_dir in self.stores().items()}
 
@@ -111,15 +121,19 @@ def read_store_range(
     topic, queue_id = read.topic, read.queue_id
     store = Store(store_dir, read_only=True)
 
+    def bounds() -> tuple[int, int]:
+        with Store(store_dir, read_only=True) as fresh:
+            return _queue_bounds(fresh, topic, queue_id)
+
+    try:
+        yield from read_range(read, store_pull(store, topic, queue_id, tags), bounds)
+    finally:
+        store.close()
+
+
+def store_pull(store: Store, topic: str, queue_id: int, tags: Sequence[str]) -> Pull:
     def pull(offset: int, max_count: int) -> tuple[Sequence[QueueMessage], int]:
         result = store.pull(topic, queue_id, offset, max_count, tags=list(tags) or None)
         return result.messages, result.next_offset
 
-    def first_offset() -> int:
-        with Store(store_dir, read_only=True) as fresh:
-            return _queue_bounds(fresh, topic, queue_id)[0]
-
-    try:
-        yield from read_range(read, pull, first_offset)
-    finally:
-        store.close()
+    return pull

@@ -83,7 +83,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if options.starting_timestamp is not None:
             offsets = self.queues().offsets_for_time(options.starting_timestamp, sorted(bounds))
         elif options.starting == "earliest":
-            offsets = {queue: low for queue, (low, _) in bounds.items()}
+            offsets = self.queues().first_offsets(bounds)
         elif options.starting == "latest":
             offsets = {queue: high for queue, (_, high) in bounds.items()}
         else:
