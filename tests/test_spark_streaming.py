@@ -2,9 +2,9 @@
 (``rmq serve``) and from store files, ``df.write`` / ``df.writeStream`` into a broker.
 
 The end-to-end test keeps a producer sending while a query writes the topic to Parquet
-with a checkpoint; the query is stopped and restarted, and once its driver process is
-killed (SIGKILL); the Parquet output must equal what was sent, with no gap and no
-duplicate. Another runs a query on a Spark standalone master and worker on loopback.
+with a checkpoint; the query is stopped and restarted, and once run in a child driver
+process on a Spark standalone master and worker (on loopback) and killed there with
+SIGKILL; the Parquet output must equal what was sent, with no gap and no duplicate.
 
 Spark sessions are slow to start, so the tests share one (local[2]) and one broker.
 """
@@ -42,6 +42,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from rmq.client import Client, SendFuture
 from rmq.cluster.local import LocalBroker
+from rmq.spark.offsets import cap_offsets, plan_ranges
+from rmq.spark.stream_options import parse_stream_options
 
 from tests.support.brokers import Brokers
 
@@ -137,8 +139,8 @@ class Sender(threading.Thread):
                         break
                     body = f"m{number}"
                     futures.append((body, producer.send(self.topic, body.encode())))
-                    if number % 25 == 24:
-                        time.sleep(0.01)  # about 2,000 messages a second
+                    if number % 10 == 9:
+                        time.sleep(0.02)  # about 500 messages a second
                 for body, future in futures:
                     future.result(30)
                     self.sent.append(body)
@@ -179,12 +181,14 @@ def job_env() -> dict[str, str]:
     return env
 
 
-def test_a_stopped_restarted_and_killed_query_writes_every_message_once(
+def test_a_query_stopped_restarted_and_killed_on_a_cluster_writes_every_message_once(
     spark: SparkSession, broker: LocalBroker, client: Client, tmp_path: Path
 ) -> None:
     topic = "flow"
     client.create_topic(topic, queues=4)
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    cluster = StandaloneCluster(tmp_path)
+    cluster.start()
     sender = Sender(client, topic)
     sender.start()
     try:
@@ -193,7 +197,7 @@ def test_a_stopped_restarted_and_killed_query_writes_every_message_once(
             spark.readStream.format("rmq")
             .option("endpoint", broker.endpoint)
             .option("topic", topic)
-            .option("maxOffsetsPerTrigger", "700")
+            .option("maxOffsetsPerTrigger", "300")
             .load()
         )
         query = (
@@ -203,13 +207,14 @@ def test_a_stopped_restarted_and_killed_query_writes_every_message_once(
             .trigger(processingTime="200 milliseconds")
             .start()
         )
-        wait_for(lambda: committed_batches(checkpoint) >= 3, 90, "three micro-batches")
+        wait_for(lambda: committed_batches(checkpoint) >= 2, 90, "two micro-batches")
         query.stop()
         assert query.exception() is None
 
-        # 2. In a child process, killed with SIGKILL once it has committed a batch.
+        # 2. In a child process, on the standalone cluster (its executor reads rmq), killed
+        # with SIGKILL once it has committed a batch.
         before = committed_batches(checkpoint)
-        command = job_command("local[1]", broker.endpoint, topic, out, checkpoint)
+        command = job_command(cluster.ready(), broker.endpoint, topic, out, checkpoint)
         child = subprocess.Popen(
             command, cwd=ROOT, env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
@@ -224,11 +229,13 @@ def test_a_stopped_restarted_and_killed_query_writes_every_message_once(
         finally:
             child.send_signal(signal.SIGKILL)
             child.wait(30)
+        assert cluster.executor_logs(), "no executor ran on the worker"
     finally:
         sent = sender.stop()
+        cluster.stop()
 
     # 3. Restarted here once more, reading up to the end.
-    assert len(sent) > 3000
+    assert len(sent) > 1000
     run_available_now(
         spark.readStream.format("rmq")
         .option("endpoint", broker.endpoint)
@@ -289,6 +296,40 @@ def test_bad_options_fail_the_query_at_start_with_a_clear_message(
     for options, message in cases:
         error = start_error(spark, options)
         assert re.search(message, error), (options, error)
+
+
+def test_options_are_checked_before_anything_is_read() -> None:
+    good = {"endpoint": "127.0.0.1:1", "topic": "t"}
+    given = parse_stream_options({**good, "startingOffsets": '{"t": {"0": 5, "1": -2}}'})
+    assert given.starting == {0: 5, 1: -2}
+    cases = [
+        ({**good, "startingOffsets": '{"other": {"0": 1}}'}, "one key 't'"),
+        ({**good, "startingOffsets": '{"t": {"x": 1}}'}, "not a queue id"),
+        ({**good, "startingOffsets": '{"t": {"0": -3}}'}, "below -2"),
+        ({**good, "startingOffsets": "latest", "startingTimestamp": "0"}, "not both"),
+        ({**good, "maxOffsetsPerTrigger": "0"}, "below 1"),
+        ({**good, "failOnDataLoss": "maybe"}, "not true or false"),
+        ({"topic": "t"}, "exactly one of the options endpoint"),
+        ({**good, "path": "/x"}, "exactly one of the options endpoint"),
+        ({"endpoint": "127.0.0.1:1", "topic": "a,b"}, "the one topic"),
+    ]
+    for options, message in cases:
+        with pytest.raises(rmq.errors.InvalidArgumentError, match=message):
+            parse_stream_options(options)
+
+
+def test_micro_batches_share_the_limit_among_queues_and_cut_ranges() -> None:
+    assert cap_offsets({0: 0, 1: 0}, {0: 100, 1: 300}, 40) == {0: 10, 1: 30}
+    assert cap_offsets({0: 0, 1: 0}, {0: 10, 1: 20}, 40) == {0: 10, 1: 20}
+    small = cap_offsets({0: 0, 1: 0, 2: 0}, {0: 5, 1: 5, 2: 5}, 2)
+    assert sum(small.values()) == 2  # advances even with a limit below the queue count
+    assert cap_offsets({0: 7}, {0: 7, 1: 50}, 10) == {0: 7, 1: 10}  # a new queue from 0
+    ranges = plan_ranges({0: 0}, {0: 10, 1: 4}, 4)
+    assert len(ranges) == 4
+    assert [(r.queue_id, r.start, r.end) for r in ranges] == [
+        (0, 0, 2), (0, 2, 5), (0, 5, 10), (1, 0, 4),
+    ]  # fmt: skip
+    assert all(r.new_queue == (r.queue_id == 1) for r in ranges)
 
 
 def test_starting_positions_limits_filters_and_a_narrow_schema(
@@ -488,41 +529,45 @@ class Daemon:
         self._file.close()
 
 
-def test_a_query_on_a_standalone_cluster(
-    broker: LocalBroker, client: Client, tmp_path: Path
-) -> None:
-    topic = "clustered"
-    client.create_topic(topic, queues=3)
-    sent = [f"s{i}" for i in range(600)]
-    send_all(client, topic, sent)
-    daemons = []
-    try:
-        master = Daemon(
-            tmp_path / "master.log", "org.apache.spark.deploy.master.Master",
-            "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
-        )  # fmt: skip
-        daemons.append(master)
-        url = master.wait_for_line(r"Starting Spark master at (spark://\S+)").group(1)
-        worker = Daemon(
-            tmp_path / "worker.log", "org.apache.spark.deploy.worker.Worker", url,
-            "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0",
-            "--work-dir", str(tmp_path / "work"),
-        )  # fmt: skip
-        daemons.append(worker)
-        worker.wait_for_line(r"Successfully registered with master")
-        out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-        command = [*job_command(url, broker.endpoint, topic, out, checkpoint), "--available-now"]
-        done = subprocess.run(
-            command, cwd=ROOT, env=job_env(), capture_output=True, text=True, timeout=240
-        )
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        executor_logs = list((tmp_path / "work").rglob("stderr"))
-        assert executor_logs, "no executor ran on the worker"
-    finally:
-        for daemon in reversed(daemons):
-            daemon.stop()
-    import pyarrow.parquet as pq
+class StandaloneCluster(threading.Thread):
+    """A Spark standalone master and one worker (one core) on loopback, started in the
+    background (``url`` once ``join`` returns) while the test does other things."""
 
-    files = [p for p in out.rglob("*.parquet")]
-    bodies = [b.decode() for f in files for b in pq.read_table(f).column("body").to_pylist()]
-    assert sorted(bodies) == sorted(sent)
+    def __init__(self, directory: Path) -> None:
+        super().__init__(daemon=True)
+        self.directory = directory
+        self.daemons: list[Daemon] = []
+        self.url = ""
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            master = Daemon(
+                self.directory / "master.log", "org.apache.spark.deploy.master.Master",
+                "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
+            )  # fmt: skip
+            self.daemons.append(master)
+            url = master.wait_for_line(r"Starting Spark master at (spark://\S+)").group(1)
+            worker = Daemon(
+                self.directory / "worker.log", "org.apache.spark.deploy.worker.Worker", url,
+                "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0",
+                "--work-dir", str(self.directory / "work"),
+            )  # fmt: skip
+            self.daemons.append(worker)
+            worker.wait_for_line(r"Successfully registered with master")
+            self.url = url
+        except BaseException as error:
+            self.error = error
+
+    def ready(self) -> str:
+        self.join(120)
+        assert self.error is None and self.url, self.error
+        return self.url
+
+    def executor_logs(self) -> list[Path]:
+        return list((self.directory / "work").rglob("stderr"))
+
+    def stop(self) -> None:
+        self.join(120)
+        for daemon in reversed(self.daemons):
+            daemon.stop()
