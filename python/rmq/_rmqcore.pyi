@@ -394,6 +394,9 @@ class RetentionReport:
     def deleted(self) -> list[tuple[str, int, str]]:
         """``(segment path, start offset, reason)``, oldest first."""
     @property
+    def evicted(self) -> list[tuple[str, int, str]]:
+        """With a tier: uploaded segments whose local copy went (their messages stay)."""
+    @property
     def kept(self) -> list[tuple[str, int, str]]: ...
     @property
     def commitlog_min_offset(self) -> int: ...
@@ -442,6 +445,12 @@ class Store:
         v1_records_only: bool = False,
         consume_queue_type: str | None = None,
         rebuild_consume_queues: bool = False,
+        tier_url: str | None = None,
+        tier_endpoint: str | None = None,
+        tier_region: str | None = None,
+        local_retention_bytes: int | None = None,
+        local_retention_hours: float | None = None,
+        tier_retention_hours: float | None = None,
     ) -> Store:
         """Open or create the store at ``path`` and recover it.
 
@@ -461,6 +470,14 @@ class Store:
         store opens as it was created, and asking for the other form is refused.
         ``rebuild_consume_queues=True`` recreates the consume queues and the key index from
         the commit log while opening (a damaged or missing RocksDB consume queue).
+        ``tier_url="s3://bucket/prefix"`` gives the store an object-storage tier on an
+        S3-compatible server (``tier_endpoint="http://host:port"``; credentials from the
+        ``AWS_*`` environment variables): sealed segments are uploaded, their local
+        copies go once past ``local_retention_bytes`` / ``local_retention_hours`` (or
+        when the disk passes ``disk_max_used_space_ratio``), and reads of them are served
+        from the bucket; segments leave the store ``tier_retention_hours`` after they
+        were last written (default ``file_reserved_time_ms``). Wrong credentials or a
+        missing bucket raise :class:`rmq.errors.TierError` here.
         """
     @property
     def path(self) -> str: ...
@@ -611,6 +628,15 @@ class Store:
         at the ``delete_when`` hours or above ``disk_max_used_space_ratio``.
         """
     def disk_usage(self) -> DiskUsage: ...
+    def tier_status(self) -> dict[str, Any] | None:
+        """The tier's state: ``url``, ``segments`` (``start_offset``, ``size`` and
+        ``state``: active, pending, uploaded or evicted) and ``upload`` (``failing`` with
+        the reason while uploads fail, ``failing_since_ms``, ``failed_attempts``,
+        ``in_progress``, ``uploaded_segments``, ``uploaded_bytes``,
+        ``upload_seconds``); None for a store without a tier."""
+    def upload_to_tier(self) -> int:
+        """Upload every sealed segment now (the uploader does it every second), ignoring
+        the pause after a failure; returns how many were uploaded."""
     def _set_disk_usage(self, ratio: float | None) -> DiskUsage:
         """Test hook: make the store see ``ratio`` as its disk usage (``None`` to stop)."""
     def verify(self) -> VerifyReport:

@@ -5,7 +5,8 @@
     RmqError
     ├── what the engine raises (an embedded store, or a shard process)
     │   InvalidArgumentError, CorruptRecordError, OffsetOutOfRangeError, NotFoundError,
-    │   StoreClosedError, StoreLockedError, DiskFullError, FlushFailedError, ReadOnlyError
+    │   StoreClosedError, StoreLockedError, DiskFullError, FlushFailedError, ReadOnlyError,
+    │   TierError
     ├── what only the broker raises (each becomes a gRPC status, see rmq.broker.status)
     │   QueueNotHostedError, QueueOutOfRangeError, UnimplementedError, UnauthenticatedError
     └── BrokerError: what the client raises for a broker's error answer (rmq.client.status
@@ -118,6 +119,17 @@ class FlushFailedError(RmqError):
 
 class ReadOnlyError(RmqError):
     """A write was attempted on a store opened with ``read_only=True``."""
+
+
+class TierError(RmqError):
+    """The object-storage tier refused a request or could not be reached (wrong
+    credentials, a missing bucket, a server that does not answer); ``object`` names the
+    bucket or object."""
+
+    def __init__(self, message: str, object: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.object = object
+        self.reason = reason
 
 
 # ---- raised only by the broker ----
@@ -246,6 +258,7 @@ __all__ = [
     "StaleRouteError",
     "StoreClosedError",
     "StoreLockedError",
+    "TierError",
     "UnauthenticatedError",
     "UnimplementedError",
 ]

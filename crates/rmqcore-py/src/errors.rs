@@ -81,6 +81,15 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
         ),
         Error::FlushFailed(_) => raise(py, "FlushFailedError", message, &[]),
         Error::ReadOnly => raise(py, "ReadOnlyError", message, &[]),
+        Error::Tier {
+            object: name,
+            reason,
+        } => raise(
+            py,
+            "TierError",
+            message,
+            &[("object", object(py, name)), ("reason", object(py, reason))],
+        ),
         Error::Io { path, source } => {
             let errno = source.raw_os_error();
             if matches!(errno, Some(libc_enospc) if libc_enospc == 28 || libc_enospc == 122) {

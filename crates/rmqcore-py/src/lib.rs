@@ -20,6 +20,7 @@ mod send_batches;
 mod send_future;
 mod send_request_encoding;
 mod store;
+mod store_tier;
 mod verify_report;
 
 #[pymodule]

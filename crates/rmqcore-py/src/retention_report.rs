@@ -41,6 +41,8 @@ type Decision = (String, u64, String);
 #[pyclass(name = "RetentionReport", module = "rmq._rmqcore", frozen, get_all)]
 pub struct PyRetentionReport {
     deleted: Vec<Decision>,
+    /// With a tier: uploaded segments whose local copy went; their messages stay.
+    evicted: Vec<Decision>,
     kept: Vec<Decision>,
     commitlog_min_offset: u64,
     consume_queue_files_deleted: u64,
@@ -59,6 +61,7 @@ impl From<RetentionReport> for PyRetentionReport {
             .expect("allocating a DiskUsage");
         PyRetentionReport {
             deleted: decisions(report.deleted),
+            evicted: decisions(report.evicted),
             kept: decisions(report.kept),
             commitlog_min_offset: report.commitlog_min_offset,
             consume_queue_files_deleted: report.consume_queue_files_deleted,
@@ -72,8 +75,9 @@ impl From<RetentionReport> for PyRetentionReport {
 impl PyRetentionReport {
     fn __repr__(&self) -> String {
         format!(
-            "RetentionReport(deleted={}, kept={}, commitlog_min_offset={})",
+            "RetentionReport(deleted={}, evicted={}, kept={}, commitlog_min_offset={})",
             self.deleted.len(),
+            self.evicted.len(),
             self.kept.len(),
             self.commitlog_min_offset
         )

@@ -21,7 +21,7 @@ use crate::verify_report::PyVerifyReport;
 
 #[pyclass(name = "Store", module = "rmq._rmqcore", frozen)]
 pub struct PyStore {
-    inner: Arc<Store>,
+    pub(crate) inner: Arc<Store>,
     path: String,
 }
 
@@ -136,6 +136,12 @@ impl PyStore {
         v1_records_only = false,
         consume_queue_type = None,
         rebuild_consume_queues = false,
+        tier_url = None,
+        tier_endpoint = None,
+        tier_region = None,
+        local_retention_bytes = None,
+        local_retention_hours = None,
+        tier_retention_hours = None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -170,7 +176,22 @@ impl PyStore {
         v1_records_only: bool,
         consume_queue_type: Option<&str>,
         rebuild_consume_queues: bool,
+        tier_url: Option<String>,
+        tier_endpoint: Option<String>,
+        tier_region: Option<String>,
+        local_retention_bytes: Option<u64>,
+        local_retention_hours: Option<f64>,
+        tier_retention_hours: Option<f64>,
     ) -> PyResult<Self> {
+        let tier = crate::store_tier::tier_options(
+            py,
+            tier_url,
+            tier_endpoint,
+            tier_region,
+            local_retention_bytes,
+            local_retention_hours,
+            tier_retention_hours,
+        )?;
         let retention = RetentionOptions {
             file_reserved_time_ms: usize_option(py, "file_reserved_time_ms", file_reserved_time_ms)?
                 as u64,
@@ -228,6 +249,7 @@ impl PyStore {
                 .transpose()
                 .map_err(|error| to_py_err(py, error))?,
             rebuild_consume_queues,
+            tier,
         };
         let display = path.display().to_string();
         let store = without_gil(py, || Store::open(&path, options))?;

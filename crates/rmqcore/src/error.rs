@@ -62,6 +62,11 @@ pub enum Error {
 
     #[error("the store was opened read-only")]
     ReadOnly,
+
+    /// The object-storage tier refused or could not serve a request; `object` names the
+    /// bucket, prefix or object.
+    #[error("object storage {object}: {reason}")]
+    Tier { object: String, reason: String },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -86,6 +91,13 @@ impl Error {
             file: file.into(),
             offset,
             queue_offset: None,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn tier(object: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Tier {
+            object: object.into(),
             reason: reason.into(),
         }
     }

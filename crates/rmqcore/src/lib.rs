@@ -21,6 +21,7 @@ pub mod retention;
 pub mod segment_decoder;
 pub mod store;
 pub mod tag_filter;
+pub mod tier;
 pub mod topic;
 pub mod verify;
 

@@ -91,6 +91,48 @@ pub struct StoreOptions {
     /// Recreate the consume queues and the key index from the commit log while opening
     /// (for a RocksDB consume queue that is damaged or missing).
     pub rebuild_consume_queues: bool,
+    /// Sealed segments go to an S3-compatible bucket (`tier/`); None keeps all local.
+    pub tier: Option<TierOptions>,
+}
+
+/// The object-storage tier of a store (format §10).
+#[derive(Debug, Clone)]
+pub struct TierOptions {
+    /// `s3://bucket/prefix`.
+    pub url: String,
+    /// An S3-compatible server's `http(s)://host:port`; None for AWS itself.
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    /// Local copies of uploaded segments are kept up to this many bytes, newest first
+    /// (None: no byte limit).
+    pub local_retention_bytes: Option<u64>,
+    /// ... and no longer than this after they were last written (None: no time limit).
+    pub local_retention_ms: Option<u64>,
+    /// Segments expire from the tier (and the store) this long after they were last
+    /// written; None uses `RetentionOptions::file_reserved_time_ms`.
+    pub tier_retention_ms: Option<u64>,
+    /// How often the uploader looks for sealed segments.
+    pub upload_interval_ms: u64,
+    /// Multipart parts uploaded at once.
+    pub parts_in_flight: usize,
+    /// Bytes of fetched blocks kept for reads of evicted segments.
+    pub read_cache_bytes: u64,
+}
+
+impl TierOptions {
+    pub fn new(url: impl Into<String>) -> Self {
+        TierOptions {
+            url: url.into(),
+            endpoint: None,
+            region: None,
+            local_retention_bytes: None,
+            local_retention_ms: None,
+            tier_retention_ms: None,
+            upload_interval_ms: 1_000,
+            parts_in_flight: 4,
+            read_cache_bytes: 64 << 20,
+        }
+    }
 }
 
 /// Expiry and disk guarding (format §5.5); defaults are RocketMQ's.
@@ -209,6 +251,7 @@ impl Default for StoreOptions {
             v1_records_only: false,
             consume_queue_type: None,
             rebuild_consume_queues: false,
+            tier: None,
         }
     }
 }

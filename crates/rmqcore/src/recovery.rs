@@ -65,7 +65,8 @@ fn scan_start(
     checkpoint: &Checkpoint,
     clean: bool,
 ) -> (u64, String) {
-    let min = commit_log.min_offset();
+    // Recovery checks local segments only: those in the tier were sealed and uploaded.
+    let min = commit_log.local_min_offset();
     if let Some(flushed) = checkpoint.flushed_offset {
         let start = u64::try_from(flushed).unwrap_or(0).max(min);
         return (
@@ -205,7 +206,7 @@ pub fn recover(
             .complete_below;
         u64::try_from(complete_below)
             .unwrap_or(start)
-            .max(commit_log.min_offset())
+            .max(commit_log.local_min_offset())
             .min(start)
     } else {
         start

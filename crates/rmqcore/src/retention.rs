@@ -22,6 +22,8 @@ pub struct SegmentDecision {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetentionReport {
     pub deleted: Vec<SegmentDecision>,
+    /// With a tier: uploaded segments whose local copy went (their messages stay).
+    pub evicted: Vec<SegmentDecision>,
     pub kept: Vec<SegmentDecision>,
     pub commitlog_min_offset: u64,
     pub consume_queue_files_deleted: u64,
@@ -54,7 +56,7 @@ fn time_trigger(
 }
 
 /// Last write time of a segment, from the filesystem (RocketMQ uses the file's mtime).
-fn last_modified_ms(segment: &Segment) -> i64 {
+pub fn last_modified_ms(segment: &Segment) -> i64 {
     std::fs::metadata(segment.path())
         .and_then(|metadata| metadata.modified())
         .ok()

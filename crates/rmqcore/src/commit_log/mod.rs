@@ -6,6 +6,10 @@
 //! records below `write_offset`, which is published after a record's bytes are written.
 
 pub mod flush_service;
+mod record_ref;
+mod tiered;
+
+pub use record_ref::RecordRef;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +23,7 @@ use crate::record::{
     decode_record, encode_blank, encode_record, record_length, DecodeError, Decoded, Placement,
     RecordInput, RecordView, END_FILE_MIN_BLANK_LENGTH,
 };
+use crate::tier::remote_log::RemoteLog;
 
 /// Disk blocks of a commit-log segment are reserved this far ahead of the writer.
 const COMMIT_LOG_ALLOCATION_CHUNK: usize = 1 << 20;
@@ -54,36 +59,6 @@ impl AppendedBatch {
     }
 }
 
-/// A record held in place: the segment stays mapped while this lives.
-#[derive(Debug, Clone)]
-pub struct RecordRef {
-    segment: Arc<Segment>,
-    position: usize,
-    length: usize,
-}
-
-impl RecordRef {
-    pub fn offset(&self) -> u64 {
-        self.segment.start_offset() + self.position as u64
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        self.segment.bytes(self.position, self.length)
-    }
-
-    pub fn segment_path(&self) -> &Path {
-        self.segment.path()
-    }
-
-    /// Decode the record (already validated when the `RecordRef` was made).
-    pub fn view(&self) -> RecordView<'_> {
-        match decode_record(self.bytes(), false) {
-            Ok(Decoded::Record(view)) => view,
-            other => unreachable!("a RecordRef always holds a valid record, got {other:?}"),
-        }
-    }
-}
-
 /// Why a scan stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScanEnd {
@@ -101,6 +76,8 @@ pub struct CommitLog {
     write_offset: AtomicU64,
     /// Set once the store starts writing (`start_warming`); absent for readers.
     warmer: std::sync::OnceLock<(PageWarmer, WarmCursor)>,
+    /// Segments whose local copy went after their upload (`tiered.rs`).
+    remote: std::sync::OnceLock<Arc<RemoteLog>>,
 }
 
 impl CommitLog {
@@ -114,6 +91,7 @@ impl CommitLog {
             segments,
             write_offset: AtomicU64::new(start),
             warmer: std::sync::OnceLock::new(),
+            remote: std::sync::OnceLock::new(),
         })
     }
 
@@ -152,7 +130,15 @@ impl CommitLog {
         self.segment_size() - END_FILE_MIN_BLANK_LENGTH
     }
 
+    /// The first offset held, locally or (with a tier) only in the bucket.
     pub fn min_offset(&self) -> u64 {
+        let local = self.local_min_offset();
+        self.remote_min_offset()
+            .map_or(local, |remote| remote.min(local))
+    }
+
+    /// The first offset a local segment holds.
+    pub fn local_min_offset(&self) -> u64 {
         self.segments
             .first()
             .map_or_else(|| self.write_offset(), |segment| segment.start_offset())
@@ -254,7 +240,12 @@ impl CommitLog {
         if offset < min || offset >= end {
             return Err(out_of_range);
         }
-        let segment = self.segments.find(offset).ok_or(out_of_range)?;
+        let Some(segment) = self.segments.find(offset) else {
+            return match self.read_remote(offset, check_crc)? {
+                Some(record) => Ok(record),
+                None => Err(out_of_range),
+            };
+        };
         let position = (offset - segment.start_offset()) as usize;
         let readable = usize::try_from(end - offset)
             .unwrap_or(usize::MAX)
@@ -273,11 +264,7 @@ impl CommitLog {
                     ));
                 }
                 let length = view.total_size;
-                Ok(RecordRef {
-                    segment,
-                    position,
-                    length,
-                })
+                Ok(RecordRef::mapped(segment, position, length))
             }
             Ok(_) => Err(Error::corrupt(
                 segment.path(),

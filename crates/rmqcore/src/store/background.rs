@@ -103,23 +103,25 @@ impl StoreInner {
         checkpoint.store(&self.root)
     }
 
+    /// Wait up to `interval`; true once the store is closing.
+    pub(super) fn wait_stopped(&self, interval: Duration) -> bool {
+        let stopped = self.background_stop.0.lock().expect("stop lock");
+        if *stopped {
+            return true;
+        }
+        *self
+            .background_stop
+            .1
+            .wait_timeout(stopped, interval)
+            .expect("stop lock")
+            .0
+    }
+
     pub(super) fn retention_loop(&self) {
         let interval = Duration::from_millis(self.options.retention.check_interval_ms);
         loop {
-            {
-                let stopped = self.background_stop.0.lock().expect("stop lock");
-                if *stopped {
-                    return;
-                }
-                let stopped = self
-                    .background_stop
-                    .1
-                    .wait_timeout(stopped, interval)
-                    .expect("stop lock")
-                    .0;
-                if *stopped {
-                    return;
-                }
+            if self.wait_stopped(interval) {
+                return;
             }
             let Ok(usage) = self.disk.refresh() else {
                 continue;
@@ -138,6 +140,9 @@ impl StoreInner {
     }
 
     pub(super) fn run_retention(&self, now_ms: i64, requested: bool) -> Result<RetentionReport> {
+        if self.tier.is_some() {
+            return self.run_tier_retention(now_ms);
+        }
         let _one_run = self.retention_lock.lock().expect("retention lock");
         let options = &self.options.retention;
         let usage = self.disk.usage()?;
@@ -175,6 +180,7 @@ impl StoreInner {
         let disk_usage = self.disk.refresh()?;
         Ok(RetentionReport {
             deleted,
+            evicted: Vec::new(),
             kept,
             commitlog_min_offset,
             consume_queue_files_deleted,

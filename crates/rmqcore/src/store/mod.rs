@@ -23,14 +23,17 @@ use crate::index::layout::IndexGeometry;
 use crate::index::IndexService;
 use crate::options::{ConsumeQueueType, StoreOptions, MAX_QUEUE_ID};
 use crate::recovery::{recover, RecoveryReport};
+use crate::tier::uploader::Uploader;
 
 mod admin;
 mod background;
 mod maintenance;
 mod read;
+mod tiering;
 mod write;
 
 pub use read::{PullResult, Pulled};
+pub use tiering::{SegmentTier, TierStatus};
 
 struct StoreInner {
     root: PathBuf,
@@ -60,14 +63,17 @@ struct StoreInner {
     disk: DiskGuard,
     /// One retention run at a time.
     retention_lock: Mutex<()>,
-    /// Wakes and stops the retention thread.
+    /// Wakes and stops the retention and tier threads.
     background_stop: (Mutex<bool>, Condvar),
+    /// Uploads sealed segments to the store's tier, if it has one.
+    tier: Option<Arc<Uploader>>,
 }
 
 pub struct Store {
     inner: Arc<StoreInner>,
     flush_thread: Mutex<Option<JoinHandle<()>>>,
     retention_thread: Mutex<Option<JoinHandle<()>>>,
+    tier_thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -106,6 +112,11 @@ impl Store {
             options.commitlog_segment_size,
             writable,
         )?;
+        // Before the queues open: the log's first offset may be in the tier.
+        let tier = match &options.tier {
+            Some(tier_options) => Some(tiering::open_tier(root, tier_options, &commit_log)?),
+            None => None,
+        };
         let consume_queue_type = crate::consume_queue::form::choose(root, &options)?;
         let queues = crate::consume_queue::form::open(
             root,
@@ -157,6 +168,7 @@ impl Store {
             disk: DiskGuard::new(root, options.retention.disk_space_warning_level_ratio),
             retention_lock: Mutex::new(()),
             background_stop: (Mutex::new(false), Condvar::new()),
+            tier,
             options,
         });
         if writable {
@@ -190,10 +202,22 @@ impl Store {
         } else {
             None
         };
+        let tier_thread = if writable && inner.tier.is_some() {
+            let background = Arc::clone(&inner);
+            Some(
+                std::thread::Builder::new()
+                    .name("rmq-tier".into())
+                    .spawn(move || background.tier_loop())
+                    .map_err(|error| Error::io(root, error))?,
+            )
+        } else {
+            None
+        };
         let store = Store {
             inner,
             flush_thread: Mutex::new(flush_thread),
             retention_thread: Mutex::new(retention_thread),
+            tier_thread: Mutex::new(tier_thread),
         };
         if store.inner.options.rebuild_consume_queues && writable {
             store.rebuild()?;
@@ -262,6 +286,9 @@ impl Store {
             .expect("retention thread lock")
             .take()
         {
+            let _ = thread.join();
+        }
+        if let Some(thread) = self.tier_thread.lock().expect("tier thread lock").take() {
             let _ = thread.join();
         }
         self.inner.index.shutdown();

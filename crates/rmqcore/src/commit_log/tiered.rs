@@ -1,0 +1,60 @@
+//! The commit log's segments that only the tier holds: reads fall through to them when no
+//! local segment has the offset, and are validated exactly as local reads are.
+
+use std::sync::Arc;
+
+use super::{CommitLog, RecordRef};
+use crate::big_endian::read_i32;
+use crate::error::{Error, Result};
+use crate::record::{decode_record, Decoded};
+use crate::tier::remote_log::RemoteLog;
+
+impl CommitLog {
+    /// Read evicted segments through `remote` from now on.
+    pub fn attach_tier(&self, remote: Arc<RemoteLog>) {
+        let _ = self.remote.set(remote);
+    }
+
+    pub fn tier(&self) -> Option<&Arc<RemoteLog>> {
+        self.remote.get()
+    }
+
+    pub(super) fn remote_min_offset(&self) -> Option<u64> {
+        self.remote.get().and_then(|remote| remote.min_offset())
+    }
+
+    /// The record at `offset` from an evicted segment; None when no evicted segment
+    /// holds the offset.
+    pub(super) fn read_remote(&self, offset: u64, check_crc: bool) -> Result<Option<RecordRef>> {
+        let Some(remote) = self.remote.get() else {
+            return Ok(None);
+        };
+        let Some(segment) = remote.holding(offset) else {
+            return Ok(None);
+        };
+        let object = remote.object_name(&segment);
+        let position = offset - segment.start_offset;
+        let corrupt = |reason: String| Error::corrupt(&object, position, reason);
+        let header = remote.read(&segment, position, 4)?;
+        if header.len() < 4 {
+            return Err(corrupt("no record starts here".into()));
+        }
+        let length = read_i32(&header, 0);
+        if length <= 0 || length as usize > self.max_record_length() {
+            return Err(corrupt(format!("no record starts here (length {length})")));
+        }
+        let bytes = remote.read(&segment, position, length as usize)?;
+        match decode_record(&bytes, check_crc) {
+            Ok(Decoded::Record(view)) if view.physical_offset == offset as i64 => {}
+            Ok(Decoded::Record(view)) => {
+                return Err(corrupt(format!(
+                    "record says it is at offset {}, found at {offset}",
+                    view.physical_offset
+                )))
+            }
+            Ok(_) => return Err(corrupt("no record starts here".into())),
+            Err(error) => return Err(corrupt(error.to_string())),
+        }
+        Ok(Some(RecordRef::fetched(bytes, offset, object)))
+    }
+}

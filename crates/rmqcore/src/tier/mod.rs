@@ -1,0 +1,18 @@
+//! The object-storage tier (format §10): sealed commit-log segments are uploaded to an
+//! S3-compatible bucket, their local copies go once local retention says so, and reads of
+//! old messages are served from the bucket through a bounded block cache.
+//!
+//! Lifecycle of a segment: written -> sealed (the writer moved on) -> uploaded (size and
+//! CRC32 confirmed by the bucket, recorded in `tier/state.json`) -> evicted (local file
+//! deleted; only after the upload is recorded) -> expired (deleted from the bucket by
+//! tier retention). `uploader.rs` moves segments along; `remote_log.rs` reads them.
+
+pub mod location;
+pub mod object_client;
+pub mod remote_log;
+pub mod state;
+pub mod uploader;
+
+pub use location::TierLocation;
+pub use object_client::{ObjectClient, TierEndpoint};
+pub use state::{TierState, TieredSegment};

@@ -1,0 +1,240 @@
+//! The S3-compatible bucket, through the `object_store` crate, as blocking calls: the
+//! engine's threads are plain threads, so the client keeps a small runtime of its own and
+//! blocks on it.
+//!
+//! Integrity: every upload carries a SHA-256 the server checks before it stores the
+//! object, and the whole file's CRC32 as object metadata (`x-amz-meta-rmq-crc32`), so that
+//! a later reader and a restarted uploader can tell the object is the file.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    Attribute, Attributes, ClientOptions, GetOptions, ObjectStore, PutMultipartOptions, PutPayload,
+    RetryConfig, WriteMultipart,
+};
+use tokio::runtime::Runtime;
+
+use super::location::TierLocation;
+use crate::error::{Error, Result};
+
+/// The metadata key holding a segment's CRC32 (lowercase hex).
+const CRC_METADATA: &str = "rmq-crc32";
+/// Multipart part size: S3's minimum part is 5 MiB.
+const PART_SIZE: usize = 8 << 20;
+
+/// Where the bucket is and how to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierEndpoint {
+    /// `http://host:port` of an S3-compatible server; None for AWS itself.
+    pub endpoint: Option<String>,
+    /// None: `AWS_REGION`, else `us-east-1`.
+    pub region: Option<String>,
+}
+
+/// What the bucket says about an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub size: u64,
+    /// The CRC32 recorded at upload; None for an object rmq did not write.
+    pub crc32: Option<u32>,
+}
+
+pub struct ObjectClient {
+    location: TierLocation,
+    store: AmazonS3,
+    runtime: Runtime,
+}
+
+impl std::fmt::Debug for ObjectClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectClient")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ObjectClient {
+    /// A client for `location`; credentials come from the `AWS_*` environment variables.
+    /// Makes no request (see `check`).
+    pub fn new(
+        location: TierLocation,
+        endpoint: &TierEndpoint,
+        parts_in_flight: usize,
+    ) -> Result<Self> {
+        let mut builder = AmazonS3Builder::from_env()
+            .with_bucket_name(&location.bucket)
+            .with_checksum_algorithm(object_store::aws::Checksum::SHA256)
+            // The uploader retries on its own schedule and reports why it waits; one
+            // quick retry here rides out a dropped connection.
+            .with_retry(RetryConfig {
+                max_retries: 1,
+                retry_timeout: Duration::from_secs(10),
+                ..RetryConfig::default()
+            })
+            .with_client_options(
+                ClientOptions::new()
+                    .with_connect_timeout(Duration::from_secs(3))
+                    .with_timeout(Duration::from_secs(60)),
+            );
+        if let Some(url) = &endpoint.endpoint {
+            builder = builder
+                .with_endpoint(url)
+                .with_allow_http(url.starts_with("http://"))
+                .with_virtual_hosted_style_request(false);
+        }
+        let region = endpoint
+            .region
+            .clone()
+            .or_else(|| std::env::var("AWS_REGION").ok())
+            .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+            .unwrap_or_else(|| "us-east-1".into());
+        builder = builder.with_region(region);
+        let store = builder
+            .build()
+            .map_err(|error| Error::tier(location.url(), error.to_string()))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(parts_in_flight.clamp(1, 4))
+            .thread_name("rmq-tier-io")
+            .enable_all()
+            .build()
+            .map_err(|error| Error::tier(location.url(), error.to_string()))?;
+        Ok(ObjectClient {
+            location,
+            store,
+            runtime,
+        })
+    }
+
+    pub fn location(&self) -> &TierLocation {
+        &self.location
+    }
+
+    fn failed(&self, object: &ObjectPath, error: object_store::Error) -> Error {
+        Error::tier(self.location.describe(object), explain(&error))
+    }
+
+    /// One listing under the prefix: wrong credentials or a missing bucket fail here
+    /// with the server's reason, at open rather than at the first upload.
+    pub fn check(&self) -> Result<()> {
+        let prefix = self.location.segments_prefix();
+        self.runtime
+            .block_on(self.store.list_with_delimiter(Some(&prefix)))
+            .map(drop)
+            .map_err(|error| Error::tier(self.location.url(), explain(&error)))
+    }
+
+    /// Upload `bytes` as `object` in parts, `parts_in_flight` at a time.
+    pub fn upload(
+        &self,
+        object: &ObjectPath,
+        bytes: &[u8],
+        crc32: u32,
+        parts_in_flight: usize,
+    ) -> Result<()> {
+        let mut attributes = Attributes::new();
+        attributes.insert(
+            Attribute::Metadata(CRC_METADATA.into()),
+            format!("{crc32:08x}").into(),
+        );
+        let options = PutMultipartOptions {
+            attributes,
+            ..PutMultipartOptions::default()
+        };
+        self.runtime
+            .block_on(async {
+                if bytes.len() <= PART_SIZE {
+                    let put = object_store::PutOptions {
+                        attributes: options.attributes,
+                        ..object_store::PutOptions::default()
+                    };
+                    let payload = PutPayload::from(Bytes::copy_from_slice(bytes));
+                    return self.store.put_opts(object, payload, put).await.map(drop);
+                }
+                let upload = self.store.put_multipart_opts(object, options).await?;
+                let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
+                for part in bytes.chunks(PART_SIZE) {
+                    writer.wait_for_capacity(parts_in_flight.max(1)).await?;
+                    writer.write(part);
+                }
+                writer.finish().await.map(drop)
+            })
+            .map_err(|error| self.failed(object, error))
+    }
+
+    /// The object's size and recorded CRC32; None when there is no such object.
+    pub fn head(&self, object: &ObjectPath) -> Result<Option<ObjectInfo>> {
+        let options = GetOptions {
+            head: true,
+            ..GetOptions::default()
+        };
+        match self.runtime.block_on(self.store.get_opts(object, options)) {
+            Ok(result) => Ok(Some(ObjectInfo {
+                size: result.meta.size,
+                crc32: result
+                    .attributes
+                    .get(&Attribute::Metadata(CRC_METADATA.into()))
+                    .and_then(|value| u32::from_str_radix(value.as_ref(), 16).ok()),
+            })),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(error) => Err(self.failed(object, error)),
+        }
+    }
+
+    /// The bytes in `range`; a range past the object's end comes back short.
+    pub fn get_range(&self, object: &ObjectPath, range: Range<u64>) -> Result<Bytes> {
+        self.runtime
+            .block_on(self.store.get_range(object, range))
+            .map_err(|error| self.failed(object, error))
+    }
+
+    pub fn delete(&self, object: &ObjectPath) -> Result<()> {
+        match self.runtime.block_on(self.store.delete(object)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(error) => Err(self.failed(object, error)),
+        }
+    }
+
+    /// Every object under `prefix`, with its size.
+    pub fn list(&self, prefix: &ObjectPath) -> Result<Vec<(ObjectPath, u64)>> {
+        self.runtime
+            .block_on(
+                self.store
+                    .list(Some(prefix))
+                    .map_ok(|meta| (meta.location, meta.size))
+                    .try_collect(),
+            )
+            .map_err(|error| Error::tier(self.location.describe(prefix), explain(&error)))
+    }
+}
+
+/// The server's reason, without the crate's nesting of wrappers.
+fn explain(error: &object_store::Error) -> String {
+    let text = error.to_string();
+    for (needle, meaning) in [
+        ("NoSuchBucket", "the bucket does not exist"),
+        (
+            "InvalidAccessKeyId",
+            "the access key is not known to the server (AWS_ACCESS_KEY_ID)",
+        ),
+        (
+            "SignatureDoesNotMatch",
+            "the secret key is wrong (AWS_SECRET_ACCESS_KEY)",
+        ),
+        ("AccessDenied", "access denied"),
+        (
+            "Connection refused",
+            "the server refused the connection (is it running?)",
+        ),
+        ("error sending request", "the server could not be reached"),
+    ] {
+        if text.contains(needle) {
+            return format!("{meaning}: {text}");
+        }
+    }
+    text
+}

@@ -1,0 +1,181 @@
+//! Reading commit-log segments whose local copy is gone: ranged GETs of fixed-size blocks,
+//! kept in a bounded cache, so a single message costs one small read and a sequential
+//! consumer one GET per block, never a whole segment.
+//!
+//! Nothing read here is trusted: the commit log decodes every record (CRC included) as it
+//! does from a local segment, and a block shorter than the object's recorded size is an
+//! error naming the object, so a changed or truncated object is reported, never served.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use bytes::Bytes;
+
+use super::object_client::ObjectClient;
+use super::state::{TierState, TieredSegment};
+use crate::error::{Error, Result};
+
+/// Bytes per ranged GET: large enough that a sequential consumer pays one request per
+/// thousands of small messages, small enough that one old message costs little.
+pub const BLOCK_SIZE: u64 = 2 << 20;
+
+/// Blocks fetched, least recently used first out.
+#[derive(Debug)]
+struct BlockCache {
+    capacity_blocks: usize,
+    blocks: HashMap<(u64, u64), Bytes>,
+    order: VecDeque<(u64, u64)>,
+}
+
+impl BlockCache {
+    fn get(&mut self, key: (u64, u64)) -> Option<Bytes> {
+        let block = self.blocks.get(&key)?.clone();
+        if let Some(at) = self.order.iter().position(|k| *k == key) {
+            self.order.remove(at);
+        }
+        self.order.push_back(key);
+        Some(block)
+    }
+
+    fn insert(&mut self, key: (u64, u64), block: Bytes) {
+        while self.blocks.len() >= self.capacity_blocks {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            self.blocks.remove(&oldest);
+        }
+        self.blocks.insert(key, block);
+        self.order.push_back(key);
+    }
+
+    fn forget_segment(&mut self, start_offset: u64) {
+        self.blocks.retain(|(start, _), _| *start != start_offset);
+        self.order.retain(|(start, _)| *start != start_offset);
+    }
+}
+
+#[derive(Debug)]
+pub struct RemoteLog {
+    client: Arc<ObjectClient>,
+    root: PathBuf,
+    state: RwLock<TierState>,
+    cache: Mutex<BlockCache>,
+}
+
+impl RemoteLog {
+    pub fn new(client: Arc<ObjectClient>, root: &Path, state: TierState, cache_bytes: u64) -> Self {
+        RemoteLog {
+            client,
+            root: root.to_path_buf(),
+            state: RwLock::new(state),
+            cache: Mutex::new(BlockCache {
+                capacity_blocks: (cache_bytes / BLOCK_SIZE).max(2) as usize,
+                blocks: HashMap::new(),
+                order: VecDeque::new(),
+            }),
+        }
+    }
+
+    pub fn client(&self) -> &Arc<ObjectClient> {
+        &self.client
+    }
+
+    pub fn state(&self) -> TierState {
+        self.state.read().expect("tier state lock").clone()
+    }
+
+    /// Change the state and persist it before anyone acts on the change.
+    pub fn update(&self, change: impl FnOnce(&mut TierState)) -> Result<()> {
+        let mut state = self.state.write().expect("tier state lock");
+        let mut next = state.clone();
+        change(&mut next);
+        next.persist(&self.root)?;
+        *state = next;
+        Ok(())
+    }
+
+    pub fn forget_cached(&self, start_offset: u64) {
+        self.cache
+            .lock()
+            .expect("block cache lock")
+            .forget_segment(start_offset);
+    }
+
+    /// The first offset only the tier holds.
+    pub fn min_offset(&self) -> Option<u64> {
+        let state = self.state.read().expect("tier state lock");
+        let first = state
+            .remote_only()
+            .next()
+            .map(|segment| segment.start_offset);
+        first
+    }
+
+    /// The evicted segment holding `offset`.
+    pub fn holding(&self, offset: u64) -> Option<TieredSegment> {
+        self.state
+            .read()
+            .expect("tier state lock")
+            .remote_holding(offset)
+            .copied()
+    }
+
+    /// How errors name the segment's object.
+    pub fn object_name(&self, segment: &TieredSegment) -> PathBuf {
+        let location = self.client.location();
+        PathBuf::from(location.describe(&location.segment(segment.start_offset)))
+    }
+
+    /// `length` bytes at `position` of `segment` (fewer at its end).
+    pub fn read(&self, segment: &TieredSegment, position: u64, length: usize) -> Result<Bytes> {
+        let end = (position + length as u64).min(segment.size);
+        if position >= end {
+            return Ok(Bytes::new());
+        }
+        let first = position / BLOCK_SIZE;
+        let last = (end - 1) / BLOCK_SIZE;
+        if first == last {
+            let block = self.block(segment, first)?;
+            let from = (position - first * BLOCK_SIZE) as usize;
+            return Ok(block.slice(from..from + (end - position) as usize));
+        }
+        let mut bytes = Vec::with_capacity((end - position) as usize);
+        for index in first..=last {
+            let block = self.block(segment, index)?;
+            let block_start = index * BLOCK_SIZE;
+            let from = position.max(block_start) - block_start;
+            let to = end.min(block_start + block.len() as u64) - block_start;
+            bytes.extend_from_slice(&block[from as usize..to as usize]);
+        }
+        Ok(Bytes::from(bytes))
+    }
+
+    fn block(&self, segment: &TieredSegment, index: u64) -> Result<Bytes> {
+        let key = (segment.start_offset, index);
+        if let Some(block) = self.cache.lock().expect("block cache lock").get(key) {
+            return Ok(block);
+        }
+        let start = index * BLOCK_SIZE;
+        let end = (start + BLOCK_SIZE).min(segment.size);
+        let object = self.client.location().segment(segment.start_offset);
+        let block = self.client.get_range(&object, start..end)?;
+        if block.len() as u64 != end - start {
+            return Err(Error::corrupt(
+                self.object_name(segment),
+                start,
+                format!(
+                    "the object is shorter than the {} bytes uploaded (a read of {start}..{end} \
+                     gave {} bytes): it was changed in the bucket",
+                    segment.size,
+                    block.len()
+                ),
+            ));
+        }
+        self.cache
+            .lock()
+            .expect("block cache lock")
+            .insert(key, block.clone());
+        Ok(block)
+    }
+}

@@ -1,0 +1,72 @@
+//! What the store knows of its tier (format §10.2): the segments whose upload was
+//! confirmed, and whether each still has a local copy. Written atomically after every
+//! change, so a crash leaves either the old or the new list; what the list misses (an
+//! upload confirmed just before a crash) the uploader finds again in the bucket.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::json_file::{load_json_config, persist_json_config};
+use crate::error::Result;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TieredSegment {
+    pub start_offset: u64,
+    pub size: u64,
+    pub crc32: u32,
+    /// The local file's modification time at upload: retention ages the segment by it,
+    /// as RocketMQ ages local segments by theirs.
+    pub last_modified_ms: i64,
+    /// False once the local copy is evicted: reads go to the bucket.
+    pub local: bool,
+}
+
+impl TieredSegment {
+    pub fn end_offset(&self) -> u64 {
+        self.start_offset + self.size
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TierState {
+    /// The tier's URL when the list was written: a store is not moved between buckets
+    /// without saying so.
+    pub url: String,
+    pub segments: BTreeMap<u64, TieredSegment>,
+}
+
+impl TierState {
+    pub fn path(root: &Path) -> PathBuf {
+        root.join("tier").join("state.json")
+    }
+
+    pub fn load(root: &Path) -> Result<Self> {
+        load_json_config(&Self::path(root))
+    }
+
+    pub fn persist(&self, root: &Path) -> Result<()> {
+        let path = Self::path(root);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|error| crate::error::Error::io(dir, error))?;
+        }
+        persist_json_config(&path, self)
+    }
+
+    /// Segments with no local copy, oldest first.
+    pub fn remote_only(&self) -> impl Iterator<Item = &TieredSegment> {
+        self.segments.values().filter(|segment| !segment.local)
+    }
+
+    /// The segment holding `offset`, among those with no local copy.
+    pub fn remote_holding(&self, offset: u64) -> Option<&TieredSegment> {
+        self.segments
+            .range(..=offset)
+            .next_back()
+            .map(|(_, segment)| segment)
+            .filter(|segment| !segment.local && offset < segment.end_offset())
+    }
+}

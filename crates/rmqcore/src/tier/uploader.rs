@@ -1,0 +1,174 @@
+//! Uploading sealed segments, oldest first, and recording each once the bucket confirms
+//! it. An object is trusted only when the bucket reports the file's size and the CRC32
+//! recorded with it; a segment found so in the bucket (uploaded just before a crash that
+//! kept the state from recording it) is recorded without a second upload.
+//!
+//! Failures are kept for the status (what fails, since when, how often) and retried with
+//! a growing pause; appends and reads of local data never wait for the uploader.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::remote_log::RemoteLog;
+use super::state::TieredSegment;
+use crate::clock::now_millis;
+use crate::error::{Error, Result};
+use crate::files::segment::Segment;
+
+/// Pauses after a failure: 1 s, doubling, at most 30 s.
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+const LONGEST_RETRY: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UploadStatus {
+    /// The last failure's reason while failures go on; None once an upload succeeds.
+    pub failing: Option<String>,
+    pub failing_since_ms: Option<i64>,
+    /// Failures in a row.
+    pub failed_attempts: u64,
+    /// The segment being uploaded: its start offset and size.
+    pub in_progress: Option<(u64, u64)>,
+    pub uploaded_segments: u64,
+    pub uploaded_bytes: u64,
+    /// Seconds spent uploading what `uploaded_bytes` counts.
+    pub upload_seconds: f64,
+}
+
+#[derive(Debug)]
+pub struct Uploader {
+    remote: Arc<RemoteLog>,
+    parts_in_flight: usize,
+    status: Mutex<UploadStatus>,
+    /// No attempt before this instant (the pause after a failure).
+    next_attempt: Mutex<Option<Instant>>,
+}
+
+impl Uploader {
+    pub fn new(remote: Arc<RemoteLog>, parts_in_flight: usize) -> Self {
+        Uploader {
+            remote,
+            parts_in_flight,
+            status: Mutex::new(UploadStatus::default()),
+            next_attempt: Mutex::new(None),
+        }
+    }
+
+    pub fn remote(&self) -> &Arc<RemoteLog> {
+        &self.remote
+    }
+
+    pub fn status(&self) -> UploadStatus {
+        self.status.lock().expect("upload status lock").clone()
+    }
+
+    /// Record a failure seen outside an upload (the bucket unreachable at open).
+    pub fn note_failure(&self, error: &Error) {
+        let mut status = self.status.lock().expect("upload status lock");
+        status.failing = Some(error.to_string());
+        status.failing_since_ms.get_or_insert_with(now_millis);
+        status.failed_attempts += 1;
+    }
+
+    /// Whether the pause after the last failure is over (`force` ignores it).
+    fn may_try(&self, force: bool) -> bool {
+        force
+            || self
+                .next_attempt
+                .lock()
+                .expect("retry lock")
+                .map_or(true, |at| Instant::now() >= at)
+    }
+
+    /// Upload every sealed segment in `sealed` that the state lacks, oldest first;
+    /// returns how many were recorded. Stops at the first failure (recorded in the
+    /// status and returned), so segments are uploaded in order.
+    pub fn upload_sealed(&self, sealed: &[Arc<Segment>], force: bool) -> Result<usize> {
+        if !self.may_try(force) {
+            return Ok(0);
+        }
+        let state = self.remote.state();
+        let mut recorded = 0;
+        for segment in sealed {
+            if state.segments.contains_key(&segment.start_offset()) {
+                continue;
+            }
+            match self.upload_one(segment) {
+                Ok(tiered) => {
+                    self.remote.update(|state| {
+                        state.segments.insert(tiered.start_offset, tiered);
+                    })?;
+                    recorded += 1;
+                    self.succeeded();
+                }
+                Err(error) => {
+                    self.failed(&error);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(recorded)
+    }
+
+    fn upload_one(&self, segment: &Segment) -> Result<TieredSegment> {
+        let client = self.remote.client();
+        let object = client.location().segment(segment.start_offset());
+        let bytes = segment.bytes(0, segment.size());
+        let crc32 = crc32fast::hash(bytes);
+        let tiered = TieredSegment {
+            start_offset: segment.start_offset(),
+            size: bytes.len() as u64,
+            crc32,
+            last_modified_ms: crate::retention::last_modified_ms(segment),
+            local: true,
+        };
+        let confirmed = |info: Option<super::object_client::ObjectInfo>| {
+            info.is_some_and(|info| info.size == tiered.size && info.crc32 == Some(crc32))
+        };
+        if confirmed(client.head(&object)?) {
+            return Ok(tiered);
+        }
+        self.status.lock().expect("upload status lock").in_progress =
+            Some((tiered.start_offset, tiered.size));
+        let started = Instant::now();
+        let uploaded = client.upload(&object, bytes, crc32, self.parts_in_flight);
+        self.status.lock().expect("upload status lock").in_progress = None;
+        uploaded?;
+        let info = client.head(&object)?;
+        if !confirmed(info) {
+            return Err(Error::tier(
+                client.location().describe(&object),
+                format!(
+                    "the bucket reports {info:?} after the upload of {} bytes with CRC32 \
+                     {crc32:08x}; the upload is not trusted and will be retried",
+                    tiered.size
+                ),
+            ));
+        }
+        let mut status = self.status.lock().expect("upload status lock");
+        status.uploaded_segments += 1;
+        status.uploaded_bytes += tiered.size;
+        status.upload_seconds += started.elapsed().as_secs_f64();
+        Ok(tiered)
+    }
+
+    fn succeeded(&self) {
+        let mut status = self.status.lock().expect("upload status lock");
+        status.failing = None;
+        status.failing_since_ms = None;
+        status.failed_attempts = 0;
+        *self.next_attempt.lock().expect("retry lock") = None;
+    }
+
+    fn failed(&self, error: &Error) {
+        self.note_failure(error);
+        let attempts = self
+            .status
+            .lock()
+            .expect("upload status lock")
+            .failed_attempts;
+        let pause = FIRST_RETRY
+            .saturating_mul(1 << attempts.min(5).saturating_sub(1))
+            .min(LONGEST_RETRY);
+        *self.next_attempt.lock().expect("retry lock") = Some(Instant::now() + pause);
+    }
+}
