@@ -90,7 +90,7 @@ fn abort_path(root: &Path) -> PathBuf {
 
 impl Store {
     /// Open (or create) the store at `root`, recovering it.
-    pub fn open(root: &Path, options: StoreOptions) -> Result<Store> {
+    pub fn open(root: &Path, mut options: StoreOptions) -> Result<Store> {
         options.validate()?;
         let writable = !options.read_only;
         if writable {
@@ -113,6 +113,7 @@ impl Store {
             writable,
         )?;
         // Before the queues open: the log's first offset may be in the tier.
+        options.tier = tiering::tier_options_for(root, options.tier.as_ref())?;
         let tier = match &options.tier {
             Some(tier_options) => Some(tiering::open_tier(root, tier_options, &commit_log)?),
             None => None,

@@ -48,6 +48,28 @@ pub struct TierStatus {
     pub upload: UploadStatus,
 }
 
+/// The tier a store opens with: the one asked for, or the one its state records (a
+/// store whose segments went to a bucket cannot be read, or kept consistent, without it).
+pub(super) fn tier_options_for(
+    root: &std::path::Path,
+    asked: Option<&TierOptions>,
+) -> Result<Option<TierOptions>> {
+    if let Some(asked) = asked {
+        return Ok(Some(asked.clone()));
+    }
+    if !TierState::path(root).exists() {
+        return Ok(None);
+    }
+    let state = TierState::load(root)?;
+    if state.url.is_empty() {
+        return Ok(None);
+    }
+    let mut options = TierOptions::new(state.url);
+    options.endpoint = state.endpoint;
+    options.region = state.region;
+    Ok(Some(options))
+}
+
 /// Open the store's tier: refuse wrong credentials, a missing bucket or a bucket other
 /// than the one the store's segments went to; an unreachable server is only noted (the
 /// store works on its local data, and uploads start when the server answers).
@@ -74,6 +96,8 @@ pub(super) fn open_tier(
         ));
     }
     state.url = location.url();
+    state.endpoint.clone_from(&options.endpoint);
+    state.region.clone_from(&options.region);
     // A crash between recording an eviction and deleting the file leaves both; a local
     // copy the state counts on but that is gone is read from the bucket.
     for segment in state.segments.values_mut() {
@@ -307,6 +331,9 @@ impl Store {
     /// many were uploaded.
     pub fn upload_to_tier(&self) -> Result<usize> {
         self.check_open()?;
+        if self.inner.options.read_only {
+            return Err(Error::ReadOnly);
+        }
         self.inner.upload_now()
     }
 }

@@ -36,6 +36,12 @@ pub struct TierState {
     /// The tier's URL when the list was written: a store is not moved between buckets
     /// without saying so.
     pub url: String,
+    /// The server and region it was opened with (never credentials), so that a store
+    /// whose segments are in the bucket opens with its tier without being told again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
     pub segments: BTreeMap<u64, TieredSegment>,
 }
 
