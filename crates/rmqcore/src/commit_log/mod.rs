@@ -9,6 +9,8 @@ pub mod flush_service;
 mod record_ref;
 mod tiered;
 
+use tiered::SegmentBytes;
+
 pub use record_ref::RecordRef;
 
 use std::path::Path;
@@ -291,50 +293,60 @@ impl CommitLog {
     ) -> Result<(u64, ScanEnd)> {
         let mut offset = from;
         loop {
-            let Some(segment) = self.segments.find(offset) else {
-                return Ok((offset, ScanEnd::EndOfSegments));
+            // A local segment is walked in place; one only the tier holds is fetched
+            // whole (scans are verify and rebuild, which read everything anyway).
+            let held = match self.segments.find(offset) {
+                Some(segment) => SegmentBytes::Mapped(segment),
+                None => match self.remote_segment_bytes(offset)? {
+                    Some((start, bytes)) => SegmentBytes::Fetched(start, bytes),
+                    None => return Ok((offset, ScanEnd::EndOfSegments)),
+                },
             };
-            let position = (offset - segment.start_offset()) as usize;
-            let bytes = segment.bytes_from(position);
-            match decode_record(bytes, check_crc) {
-                Ok(Decoded::Record(view)) => {
-                    if view.physical_offset != offset as i64 {
-                        let reason = format!("PHYSICALOFFSET says {}", view.physical_offset);
-                        return Ok((offset, ScanEnd::Invalid { offset, reason }));
+            let (segment_start, segment_bytes) = (held.start_offset(), held.bytes());
+            let segment_end = segment_start + segment_bytes.len() as u64;
+            while offset < segment_end {
+                let position = (offset - segment_start) as usize;
+                let bytes = &segment_bytes[position..];
+                match decode_record(bytes, check_crc) {
+                    Ok(Decoded::Record(view)) => {
+                        if view.physical_offset != offset as i64 {
+                            let reason = format!("PHYSICALOFFSET says {}", view.physical_offset);
+                            return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                        }
+                        if view.total_size + END_FILE_MIN_BLANK_LENGTH > bytes.len() {
+                            let reason =
+                                "record leaves no room for the end-of-segment blank".to_string();
+                            return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                        }
+                        if let Some(reason) = visit(offset, &view)? {
+                            return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                        }
+                        offset += view.total_size as u64;
                     }
-                    if view.total_size + END_FILE_MIN_BLANK_LENGTH > bytes.len() {
-                        let reason =
-                            "record leaves no room for the end-of-segment blank".to_string();
-                        return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                    Ok(Decoded::Blank) => {
+                        let declared = crate::big_endian::read_i32(bytes, 0);
+                        if usize::try_from(declared).ok() != Some(bytes.len()) {
+                            let reason = format!(
+                                "blank record says {declared} bytes but {} remain in the segment",
+                                bytes.len()
+                            );
+                            return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                        }
+                        offset = segment_end;
                     }
-                    if let Some(reason) = visit(offset, &view)? {
-                        return Ok((offset, ScanEnd::Invalid { offset, reason }));
+                    Ok(Decoded::End) => return Ok((offset, ScanEnd::EndOfData)),
+                    Err(DecodeError::Truncated { .. }) if bytes.iter().all(|b| *b == 0) => {
+                        return Ok((offset, ScanEnd::EndOfData));
                     }
-                    offset += view.total_size as u64;
-                }
-                Ok(Decoded::Blank) => {
-                    let declared = crate::big_endian::read_i32(bytes, 0);
-                    if usize::try_from(declared).ok() != Some(bytes.len()) {
-                        let reason = format!(
-                            "blank record says {declared} bytes but {} remain in the segment",
-                            bytes.len()
-                        );
-                        return Ok((offset, ScanEnd::Invalid { offset, reason }));
-                    }
-                    offset = segment.end_offset();
-                }
-                Ok(Decoded::End) => return Ok((offset, ScanEnd::EndOfData)),
-                Err(DecodeError::Truncated { .. }) if bytes.iter().all(|b| *b == 0) => {
-                    return Ok((offset, ScanEnd::EndOfData));
-                }
-                Err(error) => {
-                    return Ok((
-                        offset,
-                        ScanEnd::Invalid {
+                    Err(error) => {
+                        return Ok((
                             offset,
-                            reason: error.to_string(),
-                        },
-                    ))
+                            ScanEnd::Invalid {
+                                offset,
+                                reason: error.to_string(),
+                            },
+                        ))
+                    }
                 }
             }
         }

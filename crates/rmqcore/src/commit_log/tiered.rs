@@ -3,11 +3,36 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::{CommitLog, RecordRef};
 use crate::big_endian::read_i32;
 use crate::error::{Error, Result};
 use crate::record::{decode_record, Decoded};
+use crate::files::segment::Segment;
 use crate::tier::remote_log::RemoteLog;
+
+/// A whole segment's bytes for a scan: mapped, or fetched from the tier.
+pub(super) enum SegmentBytes {
+    Mapped(Arc<Segment>),
+    Fetched(u64, Bytes),
+}
+
+impl SegmentBytes {
+    pub(super) fn start_offset(&self) -> u64 {
+        match self {
+            SegmentBytes::Mapped(segment) => segment.start_offset(),
+            SegmentBytes::Fetched(start, _) => *start,
+        }
+    }
+
+    pub(super) fn bytes(&self) -> &[u8] {
+        match self {
+            SegmentBytes::Mapped(segment) => segment.bytes_from(0),
+            SegmentBytes::Fetched(_, bytes) => bytes,
+        }
+    }
+}
 
 impl CommitLog {
     /// Read evicted segments through `remote` from now on.
@@ -21,6 +46,18 @@ impl CommitLog {
 
     pub(super) fn remote_min_offset(&self) -> Option<u64> {
         self.remote.get().and_then(|remote| remote.min_offset())
+    }
+
+    /// The whole evicted segment holding `offset`, with its start offset.
+    pub(super) fn remote_segment_bytes(&self, offset: u64) -> Result<Option<(u64, Bytes)>> {
+        let Some(remote) = self.remote.get() else {
+            return Ok(None);
+        };
+        let Some(segment) = remote.holding(offset) else {
+            return Ok(None);
+        };
+        let bytes = remote.read_whole(&segment)?;
+        Ok(Some((segment.start_offset, bytes)))
     }
 
     /// The record at `offset` from an evicted segment; None when no evicted segment

@@ -151,6 +151,25 @@ impl RemoteLog {
         Ok(Bytes::from(bytes))
     }
 
+    /// The whole object in one GET (not cached), checked against its recorded size and
+    /// CRC32: what scans of the whole log read.
+    pub fn read_whole(&self, segment: &TieredSegment) -> Result<Bytes> {
+        let object = self.client.location().segment(segment.start_offset);
+        let bytes = self.client.get_range(&object, 0..segment.size)?;
+        if bytes.len() as u64 != segment.size || crc32fast::hash(&bytes) != segment.crc32 {
+            return Err(Error::corrupt(
+                self.object_name(segment),
+                0,
+                format!(
+                    "the object differs from the segment uploaded ({} bytes, CRC32 {:08x}): it \
+                     was changed in the bucket",
+                    segment.size, segment.crc32
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+
     fn block(&self, segment: &TieredSegment, index: u64) -> Result<Bytes> {
         let key = (segment.start_offset, index);
         if let Some(block) = self.cache.lock().expect("block cache lock").get(key) {

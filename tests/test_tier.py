@@ -1,0 +1,290 @@
+"""The object-storage tier (issue 19) against a real S3-compatible server (versitygw on
+loopback, tests/support/s3_server.py): sealed segments are uploaded and confirmed, local
+copies are evicted only after that, every read works the same from the bucket, the
+server being down touches neither appends nor local reads, a crash never makes a segment
+upload twice or vanish, damage in the bucket is reported and never served, and tier
+retention removes what expired.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rmq
+from rmq.errors import CorruptRecordError, OffsetOutOfRangeError, TierError
+
+from tests.support.s3_server import S3Server
+
+SEGMENT = 64 * 1024
+
+
+@pytest.fixture
+def aws_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
+    for name, value in s3_server.aws_env().items():
+        monkeypatch.setenv(name, value)
+    return s3_server
+
+
+def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
+    return rmq.Store(
+        str(path),
+        commitlog_segment_size=SEGMENT,
+        tier_url=f"s3://{bucket}/shard-0",
+        tier_endpoint=server.endpoint,
+        **options,
+    )
+
+
+def fill(store: rmq.Store, count: int = 1500, start: int = 0) -> list[rmq.PutResult]:
+    return [
+        store.put(
+            "Orders",
+            f"order {i} ".encode() * 6,
+            queue_id=i % 2,
+            tags=f"t{i % 3}",
+            keys=[f"order-{i}"],
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def states(store: rmq.Store) -> list[str]:
+    status = store.tier_status()
+    assert status is not None
+    return [segment["state"] for segment in status["segments"]]
+
+
+def local_segments(path: Path) -> list[str]:
+    return sorted(p.name for p in (path / "commitlog").iterdir())
+
+
+def test_evicted_segments_are_read_from_the_bucket_by_every_lookup(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
+    results = fill(store)
+    expected = {(r.queue_offset, i % 2): f"order {i} ".encode() * 6 for i, r in enumerate(results)}
+    assert store.upload_to_tier() >= 4
+    report = store.run_retention()
+    assert len(report.evicted) >= 4 and report.deleted == []
+    assert states(store)[-1] == "active" and set(states(store)[:-1]) == {"evicted"}
+    assert len(local_segments(path)) == 1
+    objects = aws_env.client().list_objects_v2(Bucket=s3_bucket)["Contents"]
+    assert {o["Key"].rsplit("/", 1)[0] for o in objects} == {"shard-0/commitlog"}
+
+    assert store.commitlog_min_offset() == 0
+    for queue_id in (0, 1):
+        got = store.get("Orders", queue_id, 0, 1000)
+        assert [(m.queue_offset, m.body) for m in got] == [
+            (offset, body) for (offset, q), body in sorted(expected.items()) if q == queue_id
+        ]
+    assert [m.body for m in store.query_by_key("Orders", "order-3")] == [b"order 3 " * 6]
+    first = results[0]
+    assert store.get_by_msg_id(first.msg_id).body == b"order 0 " * 6
+    assert store.get_at(first.commitlog_offset).keys == ["order-0"]
+    assert store.offset_for_time("Orders", 0, 0) == 0
+    store.close()
+
+    # Reopened without being told: the store's state names its tier.
+    reopened = rmq.Store(str(path))
+    assert reopened.get("Orders", 1, 0, 1)[0].body == b"order 1 " * 6
+    assert reopened.verify().clean
+    reopened.close()
+
+
+def test_a_server_that_is_down_stops_only_the_uploads(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
+    aws_env.stop()
+    try:
+        fill(store)
+        with pytest.raises(TierError, match="could not be reached|refused"):
+            store.upload_to_tier()
+        status = store.tier_status()
+        assert status is not None
+        assert status["upload"]["failing"] and status["upload"]["failed_attempts"] >= 1
+        assert "pending" in states(store)
+        # Nothing that is not uploaded goes, whatever retention says.
+        report = store.run_retention()
+        assert report.evicted == [] and report.deleted == []
+        assert len(local_segments(path)) >= 5
+        assert len(store.get("Orders", 0, 0, 1000)) == 750
+    finally:
+        aws_env.start()
+    # The uploader resumes by itself (every second, after its retry pause).
+    deadline = time.monotonic() + 30
+    while "pending" in states(store) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "pending" not in states(store)
+    status = store.tier_status()
+    assert status is not None and status["upload"]["failing"] is None
+    store.close()
+
+
+def test_open_refuses_wrong_credentials_and_a_missing_bucket(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(TierError, match="bucket does not exist"):
+        open_store(tmp_path / "a", aws_env, "no-such-bucket-here")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-key-0000000000")
+    with pytest.raises(TierError, match="secret key is wrong|access"):
+        open_store(tmp_path / "b", aws_env, s3_bucket)
+    with pytest.raises(rmq.errors.InvalidArgumentError, match="tier_url"):
+        rmq.Store(str(tmp_path / "c"), tier_url="http://not-s3/x")
+    with pytest.raises(rmq.errors.InvalidArgumentError, match="only applies"):
+        rmq.Store(str(tmp_path / "d"), local_retention_bytes=0)
+
+
+def test_a_changed_or_truncated_object_is_reported_never_served(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
+    results = fill(store)
+    store.upload_to_tier()
+    store.run_retention()
+    obj = aws_env.object_path(s3_bucket, "shard-0/commitlog/00000000000000000000")
+    # A flipped byte inside the first message's body: its CRC no longer matches.
+    data = bytearray(obj.read_bytes())
+    body_at = data.index(b"order 0 " * 6)
+    data[body_at + 3] ^= 0xFF
+    obj.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError, match="s3://") as raised:
+        store.get("Orders", 0, 0, 1)
+    assert "shard-0/commitlog/00000000000000000000" in raised.value.file
+    store.close()
+
+    # Truncated: a later block of the object is short (a fresh store: no cached blocks).
+    with obj.open("r+b") as f:
+        f.truncate(SEGMENT // 2)
+    reopened = rmq.Store(str(path))
+    late = [r for r in results if r.commitlog_offset > SEGMENT // 2 + 1000][0]
+    with pytest.raises(CorruptRecordError, match="shorter than the"):
+        reopened.get_at(late.commitlog_offset)
+    reopened.close()
+
+
+def test_tier_retention_removes_expired_segments_from_the_bucket_and_the_store(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0, tier_retention_hours=1)
+    fill(store)
+    store.upload_to_tier()
+    store.run_retention()
+    assert store.commitlog_min_offset() == 0
+    later = int(time.time() * 1000) + 2 * 3_600_000
+    report = store.run_retention(now_ms=later)
+    assert len(report.deleted) >= 4
+    assert all("tier retention 1 h" in reason for _, _, reason in report.deleted)
+    assert report.commitlog_min_offset > 0
+    assert store.min_offset("Orders", 0) > 0
+    with pytest.raises(OffsetOutOfRangeError):
+        store.get_at(0)
+    listed = aws_env.client().list_objects_v2(Bucket=s3_bucket).get("Contents", [])
+    assert listed == []
+    status = store.tier_status()
+    assert status is not None
+    assert [s["state"] for s in status["segments"]] == ["active"]
+    store.close()
+
+
+CRASHER = textwrap.dedent(
+    """
+    import sys, rmq
+    path, bucket, endpoint = sys.argv[1:4]
+    store = rmq.Store(path, commitlog_segment_size=64 * 1024, tier_url=f"s3://{bucket}/shard-0",
+                      tier_endpoint=endpoint, local_retention_bytes=0)
+    i = 0
+    while True:
+        store.put("Orders", b"x" * 300, queue_id=i % 2, keys=[f"k{i}"])
+        i += 1
+        if i % 400 == 0:
+            store.upload_to_tier()
+            store.run_retention()
+        if i == 4000:
+            print("ready", flush=True)
+    """
+)
+
+
+def test_sigkill_during_uploads_and_evictions_loses_nothing_and_uploads_nothing_twice(
+    tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    path = tmp_path / "store"
+    for round_ in range(3):
+        child = subprocess.Popen(
+            [sys.executable, "-c", CRASHER, str(path), s3_bucket, s3_server.endpoint],
+            env=s3_server.subprocess_env(),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.3 * (round_ + 1))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    env = s3_server.aws_env()
+    os.environ.update(env)
+    try:
+        store = rmq.Store(str(path))
+        # Every message the killed processes stored is readable, evicted or not.
+        count = sum(store.max_offset("Orders", q) - store.min_offset("Orders", q) for q in (0, 1))
+        assert count >= 3 * 4000
+        for q in (0, 1):
+            assert store.min_offset("Orders", q) == 0
+            offset, end = 0, store.max_offset("Orders", q)
+            while offset < end:
+                got = store.get("Orders", q, offset, 20_000)
+                assert [m.queue_offset for m in got] == list(range(offset, offset + len(got)))
+                assert got, f"queue {q} stops at {offset} of {end}"
+                offset += len(got)
+        status = store.tier_status()
+        assert status is not None
+        before = status["upload"]["uploaded_bytes"]
+        store.upload_to_tier()
+        evicted = [s for s in status["segments"] if s["state"] == "evicted"]
+        assert evicted, "the crash loop evicted nothing"
+        # Segments a killed process uploaded are found in the bucket, not uploaded again:
+        # only segments sealed after the last recorded upload may go now.
+        after = store.tier_status()
+        assert after is not None
+        pending_before = sum(s["size"] for s in status["segments"] if s["state"] == "pending")
+        assert after["upload"]["uploaded_bytes"] - before <= pending_before
+        assert store.verify().clean
+        store.close()
+    finally:
+        for name in env:
+            os.environ.pop(name, None)
+
+
+def test_a_segment_uploaded_before_a_crash_is_recognised_not_uploaded_again(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket)
+    fill(store)
+    uploaded = store.upload_to_tier()
+    assert uploaded >= 4
+    store.close()
+    # As if the process died after the uploads, before recording them.
+    (path / "tier" / "state.json").unlink()
+    for backup in (path / "tier").glob("state.json*"):
+        backup.unlink()
+    store = open_store(path, aws_env, s3_bucket)
+    assert store.upload_to_tier() == uploaded
+    status = store.tier_status()
+    assert status is not None
+    assert status["upload"]["uploaded_bytes"] == 0  # found in the bucket, not sent again
+    store.close()
