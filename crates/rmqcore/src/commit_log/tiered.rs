@@ -8,8 +8,8 @@ use bytes::Bytes;
 use super::{CommitLog, RecordRef};
 use crate::big_endian::read_i32;
 use crate::error::{Error, Result};
-use crate::record::{decode_record, Decoded};
 use crate::files::segment::Segment;
+use crate::record::{decode_record, Decoded};
 use crate::tier::remote_log::RemoteLog;
 
 /// A whole segment's bytes for a scan: mapped, or fetched from the tier.
