@@ -633,7 +633,8 @@ class Store:
         ``state``: active, pending, uploaded or evicted) and ``upload`` (``failing`` with
         the reason while uploads fail, ``failing_since_ms``, ``failed_attempts``,
         ``in_progress``, ``uploaded_segments``, ``uploaded_bytes``,
-        ``upload_seconds``); None for a store without a tier."""
+        ``upload_seconds``) and ``reads`` of evicted segments (``range_reads``,
+        ``bytes_fetched``, ``cache_hits``); None for a store without a tier."""
     def upload_to_tier(self) -> int:
         """Upload every sealed segment now (the uploader does it every second), ignoring
         the pause after a failure; returns how many were uploaded."""

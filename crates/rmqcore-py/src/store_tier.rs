@@ -79,7 +79,12 @@ impl PyStore {
         upload.set_item("uploaded_segments", u.uploaded_segments)?;
         upload.set_item("uploaded_bytes", u.uploaded_bytes)?;
         upload.set_item("upload_seconds", u.upload_seconds)?;
+        let reads = PyDict::new(py);
+        reads.set_item("range_reads", status.reads.range_reads)?;
+        reads.set_item("bytes_fetched", status.reads.bytes_fetched)?;
+        reads.set_item("cache_hits", status.reads.cache_hits)?;
         let answer = PyDict::new(py);
+        answer.set_item("reads", reads)?;
         answer.set_item("url", &status.url)?;
         answer.set_item("segments", segments)?;
         answer.set_item("upload", upload)?;

@@ -95,7 +95,7 @@ pub struct StoreOptions {
     pub tier: Option<TierOptions>,
 }
 
-/// The object-storage tier of a store (format §10).
+/// The object-storage tier of a store (format §7).
 #[derive(Debug, Clone)]
 pub struct TierOptions {
     /// `s3://bucket/prefix`.

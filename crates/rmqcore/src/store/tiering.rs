@@ -46,6 +46,7 @@ pub struct TierStatus {
     /// Every segment of the log, oldest first: start offset, size, state.
     pub segments: Vec<(u64, u64, SegmentTier)>,
     pub upload: UploadStatus,
+    pub reads: crate::tier::remote_log::ReadStats,
 }
 
 /// The tier a store opens with: the one asked for, or the one its state records (a
@@ -324,6 +325,7 @@ impl Store {
             url: state.url,
             segments,
             upload,
+            reads: remote.read_stats(),
         }))
     }
 

@@ -1,5 +1,5 @@
 //! Where a store's tier lives: `s3://bucket/prefix`, and the object names under it
-//! (format §10).
+//! (format §7).
 
 use object_store::path::Path as ObjectPath;
 

@@ -1,4 +1,4 @@
-//! The object-storage tier (format §10): sealed commit-log segments are uploaded to an
+//! The object-storage tier (format §7): sealed commit-log segments are uploaded to an
 //! S3-compatible bucket, their local copies go once local retention says so, and reads of
 //! old messages are served from the bucket through a bounded block cache.
 //!

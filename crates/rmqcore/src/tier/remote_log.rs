@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
@@ -61,9 +62,46 @@ pub struct RemoteLog {
     root: PathBuf,
     state: RwLock<TierState>,
     cache: Mutex<BlockCache>,
+    reads: ReadCounters,
+}
+
+/// What reads of evicted segments cost: requests to the bucket and what they fetched.
+#[derive(Debug, Default)]
+pub struct ReadCounters {
+    range_reads: AtomicU64,
+    bytes_fetched: AtomicU64,
+    cache_hits: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    pub range_reads: u64,
+    pub bytes_fetched: u64,
+    pub cache_hits: u64,
 }
 
 impl RemoteLog {
+    pub fn read_stats(&self) -> ReadStats {
+        ReadStats {
+            range_reads: self.reads.range_reads.load(Ordering::Relaxed),
+            bytes_fetched: self.reads.bytes_fetched.load(Ordering::Relaxed),
+            cache_hits: self.reads.cache_hits.load(Ordering::Relaxed),
+        }
+    }
+
+    fn counted_get(
+        &self,
+        object: &object_store::path::Path,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes> {
+        let bytes = self.client.get_range(object, range)?;
+        self.reads.range_reads.fetch_add(1, Ordering::Relaxed);
+        self.reads
+            .bytes_fetched
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(bytes)
+    }
+
     pub fn new(client: Arc<ObjectClient>, root: &Path, state: TierState, cache_bytes: u64) -> Self {
         RemoteLog {
             client,
@@ -74,6 +112,7 @@ impl RemoteLog {
                 blocks: HashMap::new(),
                 order: VecDeque::new(),
             }),
+            reads: ReadCounters::default(),
         }
     }
 
@@ -155,7 +194,7 @@ impl RemoteLog {
     /// CRC32: what scans of the whole log read.
     pub fn read_whole(&self, segment: &TieredSegment) -> Result<Bytes> {
         let object = self.client.location().segment(segment.start_offset);
-        let bytes = self.client.get_range(&object, 0..segment.size)?;
+        let bytes = self.counted_get(&object, 0..segment.size)?;
         if bytes.len() as u64 != segment.size || crc32fast::hash(&bytes) != segment.crc32 {
             return Err(Error::corrupt(
                 self.object_name(segment),
@@ -173,12 +212,13 @@ impl RemoteLog {
     fn block(&self, segment: &TieredSegment, index: u64) -> Result<Bytes> {
         let key = (segment.start_offset, index);
         if let Some(block) = self.cache.lock().expect("block cache lock").get(key) {
+            self.reads.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(block);
         }
         let start = index * BLOCK_SIZE;
         let end = (start + BLOCK_SIZE).min(segment.size);
         let object = self.client.location().segment(segment.start_offset);
-        let block = self.client.get_range(&object, start..end)?;
+        let block = self.counted_get(&object, start..end)?;
         if block.len() as u64 != end - start {
             return Err(Error::corrupt(
                 self.object_name(segment),

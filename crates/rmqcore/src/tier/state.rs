@@ -1,4 +1,4 @@
-//! What the store knows of its tier (format §10.2): the segments whose upload was
+//! What the store knows of its tier (format §7.2): the segments whose upload was
 //! confirmed, and whether each still has a local copy. Written atomically after every
 //! change, so a crash leaves either the old or the new list; what the list misses (an
 //! upload confirmed just before a crash) the uploader finds again in the bucket.
