@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES = [
     "rmq.cli.inspect",
     "rmq.cli.verify",
     "rmq.cli.rebuild",
+    "rmq.cli.tier",
     "rmq.cli.demo",
 ]
 

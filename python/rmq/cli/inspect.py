@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rmq.cli.tier_report import describe_tier, human_bytes, state_line
+
 INDEX_HEADER = struct.Struct(">qqqqii")
 CHECKPOINT_FIELDS = (
     "physic_msg_timestamp",
@@ -32,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="dump records, consume queues and index headers of a store, read-only",
         description="Describe the store directory PATH (or every shard-N under a broker "
         "data directory) without writing to it: commit-log segments, consume queues with "
-        "their offsets, index-file headers, the checkpoint, and the first records of each "
+        "their offsets, index-file headers, the checkpoint, the object-storage tier's "
+        "segments by state (when the store has a tier), and the first records of each "
         "queue.",
     )
     parser.add_argument("path", type=Path)
@@ -130,6 +133,10 @@ def describe(root: Path, records: int, only_topic: str | None) -> dict[str, Any]
         return report
     with store:
         report["consume_queue_type"] = store.consume_queue_type
+        tier = describe_tier(root, store.tier_status())
+        if tier is not None:
+            report["tier"] = {name: tier[name] for name in ("url", "states", "local", "in_tier")}
+            report["tier"]["failing"] = tier["uploader"]["failing_brief"]
         report["commitlog_min_offset"] = store.commitlog_min_offset()
         report["commitlog_max_offset"] = store.commitlog_max_offset()
         for topic in store.topics():
@@ -202,6 +209,15 @@ def print_text(report: dict[str, Any]) -> None:
         form = report["consume_queue_type"]
         where = "RocksDB in consumequeue/" if form == "rocksdb" else "files in consumequeue/"
         print(f"consume queues: {form} ({where})")
+    if "tier" in report:
+        tier = report["tier"]
+        print(f"tier: {tier['url']}")
+        print(f"  {state_line(tier['states'])}")
+        print(
+            f"  local {human_bytes(tier['local']['bytes'])}, in the tier "
+            f"{human_bytes(tier['in_tier']['bytes'])}"
+            + (f"; uploads FAILING: {tier['failing']}" if tier["failing"] else "")
+        )
     if "store_error" in report:
         print(f"cannot read records: {report['store_error']}")
         return

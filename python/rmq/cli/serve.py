@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rmq.broker.validation import Limits
+from rmq.cluster.tier import TIER_OPTIONS
 
 DEFAULT_DATA_DIR = "rmq-data"
 DEFAULT_PORT = 8081
@@ -37,6 +39,37 @@ def _ports(text: str) -> list[int]:
         return [int(p) for p in text.split(",")]
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated port list") from error
+
+
+def _tier_url(text: str) -> str:
+    bucket = text.removeprefix("s3://").split("/", 1)[0]
+    if not text.startswith("s3://") or not bucket:
+        raise argparse.ArgumentTypeError(f"{text!r} is not s3://BUCKET/PREFIX")
+    return text
+
+
+def _non_negative(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number >= 0")
+        return value
+
+    return parse
+
+
+def tier_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The rmq.Store tier keywords of the tier flags given; tier flags without
+    ``--tier-url`` raise ValueError."""
+    given = {name: getattr(args, name) for name in TIER_OPTIONS if getattr(args, name) is not None}
+    if given and "tier_url" not in given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        verb = "applies" if len(given) == 1 else "apply"
+        raise ValueError(f"{flags} only {verb} with --tier-url s3://BUCKET/PREFIX")
+    return given
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -101,6 +134,52 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME=VALUE",
         help="extra rmq.Store option, e.g. commitlog_segment_size=67108864 (repeatable)",
     )
+    tier = parser.add_argument_group(
+        "object-storage tier",
+        "Sealed commit-log segments are uploaded to an S3-compatible bucket; their local "
+        "copies go once past the local retention (or when the disk passes "
+        "disk_max_used_space_ratio) and reads of them are served from the bucket. Each "
+        "shard directory shard-N has its own prefix, URL/shard-N. Credentials come from "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in the "
+        "environment, never from flags. A store that has a tier keeps it: a restart "
+        "without --tier-url reopens it with the endpoint and region it recorded.",
+    )
+    tier.add_argument(
+        "--tier-url",
+        type=_tier_url,
+        metavar="s3://BUCKET/PREFIX",
+        help="the bucket and prefix of the tier (shard N uses PREFIX/shard-N)",
+    )
+    tier.add_argument(
+        "--tier-endpoint",
+        metavar="URL",
+        help="the S3-compatible server, e.g. http://127.0.0.1:9000 (default: AWS S3)",
+    )
+    tier.add_argument(
+        "--tier-region",
+        metavar="REGION",
+        help="the bucket's region (default: $AWS_REGION, else us-east-1)",
+    )
+    tier.add_argument(
+        "--local-retention-bytes",
+        type=_non_negative(int),
+        metavar="N",
+        help="keep local copies of uploaded segments up to N bytes per shard, newest first "
+        "(default: no byte limit)",
+    )
+    tier.add_argument(
+        "--local-retention-hours",
+        type=_non_negative(float),
+        metavar="H",
+        help="and no longer than H hours after they were last written (default: no time limit)",
+    )
+    tier.add_argument(
+        "--tier-retention-hours",
+        type=_non_negative(float),
+        metavar="H",
+        help="delete a segment from the tier H hours after it was last written (default: "
+        "the store's file_reserved_time_ms, 72 hours)",
+    )
     parser.add_argument(
         "--max-batch-messages",
         type=int,
@@ -140,6 +219,11 @@ def run(args: argparse.Namespace) -> int:
         logging.error("--tls-cert and --tls-key go together")
         return 2
     store_options = dict(args.store_option)
+    try:
+        store_options.update(tier_options(args))
+    except ValueError as error:
+        logging.error("%s", error)
+        return 2
     if args.consume_queue is not None:
         store_options["consume_queue_type"] = args.consume_queue
     limits = Limits(

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rmq.cluster.protocol import EXIT_CANNOT_LISTEN, READY_PREFIX, TOKEN_ENVIRONMENT
+from rmq.cluster.protocol import (
+    EXIT_CANNOT_LISTEN,
+    FAILED_PREFIX,
+    READY_PREFIX,
+    TOKEN_ENVIRONMENT,
+)
 
 log = logging.getLogger("rmq.supervisor")
 
@@ -49,6 +54,9 @@ class ShardProcess:
         self._popen: subprocess.Popen[bytes] | None = None
         self._ready = threading.Event()
         self._bound_port = 0
+        # Why the process last failed to open its stores, as it said on stdout.
+        self.failure: str | None = None
+        self._reader: threading.Thread | None = None
 
     @property
     def pid(self) -> int:
@@ -87,6 +95,7 @@ class ShardProcess:
             environment[TOKEN_ENVIRONMENT] = self.settings.token
         self._ready.clear()
         self._bound_port = 0
+        self.failure = None
         # Its own session: Ctrl-C reaches the supervisor only, which stops shards in order.
         self._popen = subprocess.Popen(
             self.command(), stdout=subprocess.PIPE, env=environment, start_new_session=True
@@ -94,12 +103,13 @@ class ShardProcess:
         self.restarts += 1
         self.started_at = time.monotonic()
         assert self._popen.stdout is not None
-        threading.Thread(
+        self._reader = threading.Thread(
             target=self._read_stdout,
             args=(self._popen.stdout,),
             name=f"shard-{self.index}-stdout",
             daemon=True,
-        ).start()
+        )
+        self._reader.start()
         log.info(
             "started shard process %d (pid %d) for shard directories %s",
             self.index,
@@ -113,7 +123,15 @@ class ShardProcess:
             if line.startswith(READY_PREFIX):
                 self._bound_port = int(line.split()[1])
                 self._ready.set()
+            elif line.startswith(FAILED_PREFIX):
+                self.failure = line[len(FAILED_PREFIX) :].strip()
         stream.close()
+
+    def exit_reason(self, timeout: float = 1.0) -> str | None:
+        """Why an exited process could not open its stores, once its stdout is read."""
+        if self._reader is not None:
+            self._reader.join(timeout)
+        return self.failure
 
     def ready(self) -> bool:
         """True once the process said it serves; adopts the port it bound."""

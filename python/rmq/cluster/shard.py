@@ -28,8 +28,21 @@ from rmq.broker.servicer import SHARD_SERVICE, shard_service
 from rmq.broker.shard_handler import ShardHandler, store_host_for
 from rmq.broker.validation import Limits
 from rmq.cluster.ports import address, bind_problem
-from rmq.cluster.protocol import EXIT_CANNOT_LISTEN, READY_PREFIX, TOKEN_ENVIRONMENT
+from rmq.cluster.protocol import (
+    EXIT_CANNOT_LISTEN,
+    FAILED_PREFIX,
+    READY_PREFIX,
+    TOKEN_ENVIRONMENT,
+)
 from rmq.cluster.routes import RouteTable
+from rmq.cluster.tier import (
+    LIVE_STATUS_INTERVAL,
+    brief,
+    remove_live_status,
+    shard_options,
+    write_live_status,
+)
+from rmq.errors import TierError
 
 log = logging.getLogger("rmq.shard")
 
@@ -42,9 +55,11 @@ def shard_directory(data_dir: Path, shard: int) -> Path:
 
 
 def open_store(path: Path, shard: int, flush: str | None, options: dict[str, Any]) -> rmq.Store:
-    """Open one shard directory, asking for the flush mode when the engine offers it."""
+    """Open one shard directory, asking for the flush mode when the engine offers it.
+    A ``tier_url`` in ``options`` is the broker's: the shard's tier is under it."""
     path.mkdir(parents=True, exist_ok=True)
-    arguments: dict[str, Any] = {"store_host": store_host_for(shard), **options}
+    arguments: dict[str, Any] = {"store_host": store_host_for(shard)}
+    arguments.update(shard_options(options, shard))
     if flush:
         arguments["flush_disk_type"] = FLUSH_TYPES[flush]
     try:
@@ -55,6 +70,25 @@ def open_store(path: Path, shard: int, flush: str | None, options: dict[str, Any
             del arguments["flush_disk_type"]
             return rmq.Store(path, **arguments)
         raise
+
+
+def _publish_tier_status(
+    stores: dict[int, rmq.Store], data_dir: Path, stop: threading.Event
+) -> None:
+    """Write each tiered store's ``tier_status()`` for ``rmq tier status`` until stopped."""
+    while True:
+        for shard, store in stores.items():
+            path = shard_directory(data_dir, shard)
+            try:
+                status = store.tier_status()
+                if status is not None:
+                    write_live_status(path, status)
+            except Exception as error:  # never stops serving; said once per round
+                log.warning("cannot publish the tier status of %s: %s", path, error)
+        if stop.wait(LIVE_STATUS_INTERVAL):
+            break
+    for shard in stores:
+        remove_live_status(shard_directory(data_dir, shard))
 
 
 def _watch_parent(parent: int, stop: threading.Event) -> None:
@@ -100,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     options = json.loads(args.store_options)
     stores: dict[int, rmq.Store] = {}
+    path = args.data
     try:
         layouts = RouteTable.load(args.routes).layouts()
         for shard in shards:
@@ -114,6 +149,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"; recovery: {report}" if report is not None else "",
             )
         handler = ShardHandler(stores, layouts, limits=limits)
+    except TierError as error:
+        # A clear reason (wrong credentials, a missing bucket) for the supervisor to show.
+        reason = f"cannot open {path} with its tier: {brief(str(error))}"
+        log.error("%s", reason)
+        print(f"{FAILED_PREFIX} {reason}", flush=True)
+        for store in stores.values():
+            store.close()
+        return EXIT_STORE_FAILED
     except Exception:
         log.exception("cannot open shard directories %s", shards)
         for store in stores.values():
@@ -145,9 +188,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     threading.Thread(
         target=_watch_parent, args=(os.getppid(), stop), name="parent-watch", daemon=True
     ).start()
+    publisher: threading.Thread | None = None
+    if any(store.tier_status() is not None for store in stores.values()):
+        publisher = threading.Thread(
+            target=_publish_tier_status, args=(stores, args.data, stop), name="tier-status"
+        )
+        publisher.start()
 
     stop.wait()
     log.info("stopping")
+    if publisher is not None:
+        publisher.join()
     health.enter_graceful_shutdown()
     handler.close()
     server.stop(grace=5).wait()

@@ -255,6 +255,8 @@ class Supervisor:
                     if initial and process.exit_code() == EXIT_CANNOT_LISTEN:
                         reason = bind_problem(config.host, process.port) or "it could not bind it"
                         raise StartError(self._ports.problem(process.index, process.port, reason))
+                    if initial and process.exit_reason():
+                        raise StartError(f"shard process {process.index}: {process.failure}")
                     if initial:
                         raise StartError(
                             f"shard process {process.index} {process.describe_exit()} while "
