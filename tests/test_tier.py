@@ -109,7 +109,7 @@ def test_a_server_that_is_down_stops_only_the_uploads(
     aws_env.stop()
     try:
         fill(store)
-        with pytest.raises(TierError, match="could not be reached|refused"):
+        with pytest.raises(TierError, match=r"could not be reached|refused"):
             store.upload_to_tier()
         status = store.tier_status()
         assert status is not None
@@ -138,7 +138,7 @@ def test_open_refuses_wrong_credentials_and_a_missing_bucket(
     with pytest.raises(TierError, match="bucket does not exist"):
         open_store(tmp_path / "a", aws_env, "no-such-bucket-here")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-key-0000000000")
-    with pytest.raises(TierError, match="secret key is wrong|access"):
+    with pytest.raises(TierError, match=r"secret key is wrong|access"):
         open_store(tmp_path / "b", aws_env, s3_bucket)
     with pytest.raises(rmq.errors.InvalidArgumentError, match="tier_url"):
         rmq.Store(str(tmp_path / "c"), tier_url="http://not-s3/x")
@@ -169,7 +169,7 @@ def test_a_changed_or_truncated_object_is_reported_never_served(
     with obj.open("r+b") as f:
         f.truncate(SEGMENT // 2)
     reopened = rmq.Store(str(path))
-    late = [r for r in results if r.commitlog_offset > SEGMENT // 2 + 1000][0]
+    late = next(r for r in results if r.commitlog_offset > SEGMENT // 2 + 1000)
     with pytest.raises(CorruptRecordError, match="shorter than the"):
         reopened.get_at(late.commitlog_offset)
     reopened.close()
@@ -288,3 +288,49 @@ def test_a_segment_uploaded_before_a_crash_is_recognised_not_uploaded_again(
     assert status is not None
     assert status["upload"]["uploaded_bytes"] == 0  # found in the bucket, not sent again
     store.close()
+
+
+def test_key_lookups_read_uploaded_compacted_index_files_in_two_range_reads(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    path = tmp_path / "store"
+    store = open_store(
+        path,
+        aws_env,
+        s3_bucket,
+        local_retention_bytes=0,
+        index_slot_count=64,
+        index_entry_count=400,
+    )
+    fill(store, 3000)
+    assert store._wait_index_compaction(30)
+    compacted = [f for f in store._index_files() if f[3]]
+    assert len(compacted) >= 5
+    store.upload_to_tier()
+    store.run_retention()
+    local_index = {p.name for p in (path / "index_compacted").iterdir()}
+    status = store.tier_status()
+    assert status is not None
+    remote_files = [f[0] for f in compacted if f[0] not in local_index]
+    assert remote_files, "no index file left the disk"
+    objects = {o["Key"] for o in aws_env.client().list_objects_v2(Bucket=s3_bucket)["Contents"]}
+    assert {f"shard-0/index/{name}" for name in remote_files} <= objects
+
+    def reads() -> int:
+        status = store.tier_status()
+        assert status is not None
+        return int(status["reads"]["range_reads"])
+
+    before = reads()
+    got = store.query_by_key("Orders", "order-2", max_count=1)
+    assert [m.body for m in got] == [b"order 2 " * 6]
+    # At most 2 per remote index file (slot, then run), plus the record's block.
+    assert reads() - before <= 2 * len(remote_files) + 2
+    # Every key of an evicted message is found, and only once.
+    for i in range(0, 3000, 97):
+        found = store.query_by_key("Orders", f"order-{i}")
+        assert [m.body for m in found] == [f"order {i} ".encode() * 6], i
+    store.close()
+    reopened = rmq.Store(str(path), index_slot_count=64, index_entry_count=400)
+    assert [m.keys for m in reopened.query_by_key("Orders", "order-5")] == [["order-5"]]
+    reopened.close()

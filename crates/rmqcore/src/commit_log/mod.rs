@@ -9,6 +9,7 @@ pub mod flush_service;
 mod record_ref;
 mod tiered;
 
+pub use tiered::RemoteSegments;
 use tiered::SegmentBytes;
 
 pub use record_ref::RecordRef;
@@ -25,7 +26,6 @@ use crate::record::{
     decode_record, encode_blank, encode_record, record_length, DecodeError, Decoded, Placement,
     RecordInput, RecordView, END_FILE_MIN_BLANK_LENGTH,
 };
-use crate::tier::remote_log::RemoteLog;
 
 /// Disk blocks of a commit-log segment are reserved this far ahead of the writer.
 const COMMIT_LOG_ALLOCATION_CHUNK: usize = 1 << 20;
@@ -79,7 +79,7 @@ pub struct CommitLog {
     /// Set once the store starts writing (`start_warming`); absent for readers.
     warmer: std::sync::OnceLock<(PageWarmer, WarmCursor)>,
     /// Segments whose local copy went after their upload (`tiered.rs`).
-    remote: std::sync::OnceLock<Arc<RemoteLog>>,
+    remote: std::sync::OnceLock<Arc<dyn RemoteSegments>>,
 }
 
 impl CommitLog {

@@ -1,6 +1,7 @@
 //! The commit log's segments that only the tier holds: reads fall through to them when no
 //! local segment has the offset, and are validated exactly as local reads are.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -10,7 +11,21 @@ use crate::big_endian::read_i32;
 use crate::error::{Error, Result};
 use crate::files::segment::Segment;
 use crate::record::{decode_record, Decoded};
-use crate::tier::remote_log::RemoteLog;
+
+/// Segments whose local copy is gone, kept elsewhere (the store's tier implements it):
+/// what the commit log needs to read them.
+pub trait RemoteSegments: Send + Sync + std::fmt::Debug {
+    /// The first offset only this holds.
+    fn min_offset(&self) -> Option<u64>;
+    /// The segment holding `offset`, as (start offset, size).
+    fn holding(&self, offset: u64) -> Option<(u64, u64)>;
+    /// How errors name the segment's copy.
+    fn object_name(&self, start_offset: u64) -> PathBuf;
+    /// `length` bytes at `position` of the segment (fewer at its end).
+    fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes>;
+    /// The whole segment, checked against what was stored.
+    fn read_whole(&self, start_offset: u64) -> Result<Bytes>;
+}
 
 /// A whole segment's bytes for a scan: mapped, or fetched from the tier.
 pub(super) enum SegmentBytes {
@@ -36,12 +51,13 @@ impl SegmentBytes {
 
 impl CommitLog {
     /// Read evicted segments through `remote` from now on.
-    pub fn attach_tier(&self, remote: Arc<RemoteLog>) {
+    pub fn attach_tier(&self, remote: Arc<dyn RemoteSegments>) {
         let _ = self.remote.set(remote);
     }
 
-    pub fn tier(&self) -> Option<&Arc<RemoteLog>> {
-        self.remote.get()
+    /// Whether evicted segments are read from a tier.
+    pub fn has_tier(&self) -> bool {
+        self.remote.get().is_some()
     }
 
     pub(super) fn remote_min_offset(&self) -> Option<u64> {
@@ -53,11 +69,11 @@ impl CommitLog {
         let Some(remote) = self.remote.get() else {
             return Ok(None);
         };
-        let Some(segment) = remote.holding(offset) else {
+        let Some((start_offset, _)) = remote.holding(offset) else {
             return Ok(None);
         };
-        let bytes = remote.read_whole(&segment)?;
-        Ok(Some((segment.start_offset, bytes)))
+        let bytes = remote.read_whole(start_offset)?;
+        Ok(Some((start_offset, bytes)))
     }
 
     /// The record at `offset` from an evicted segment; None when no evicted segment
@@ -66,13 +82,13 @@ impl CommitLog {
         let Some(remote) = self.remote.get() else {
             return Ok(None);
         };
-        let Some(segment) = remote.holding(offset) else {
+        let Some((start_offset, _)) = remote.holding(offset) else {
             return Ok(None);
         };
-        let object = remote.object_name(&segment);
-        let position = offset - segment.start_offset;
+        let object = remote.object_name(start_offset);
+        let position = offset - start_offset;
         let corrupt = |reason: String| Error::corrupt(&object, position, reason);
-        let header = remote.read(&segment, position, 4)?;
+        let header = remote.read(start_offset, position, 4)?;
         if header.len() < 4 {
             return Err(corrupt("no record starts here".into()));
         }
@@ -80,7 +96,7 @@ impl CommitLog {
         if length <= 0 || length as usize > self.max_record_length() {
             return Err(corrupt(format!("no record starts here (length {length})")));
         }
-        let bytes = remote.read(&segment, position, length as usize)?;
+        let bytes = remote.read(start_offset, position, length as usize)?;
         match decode_record(&bytes, check_crc) {
             Ok(Decoded::Record(view)) if view.physical_offset == offset as i64 => {}
             Ok(Decoded::Record(view)) => {

@@ -82,7 +82,7 @@ pub struct CompactedHeader {
 }
 
 impl CompactedHeader {
-    fn decode(bytes: &[u8]) -> Self {
+    pub fn decode(bytes: &[u8]) -> Self {
         CompactedHeader {
             begin_timestamp: read_i64(bytes, BEGIN_TIMESTAMP_AT),
             end_timestamp: read_i64(bytes, END_TIMESTAMP_AT),
@@ -114,7 +114,7 @@ impl CompactedHeader {
             + self.entry_count as u64 * ENTRY_SIZE as u64
     }
 
-    pub(super) fn entries_at(&self) -> usize {
+    pub fn entries_at(&self) -> usize {
         HEADER_SIZE + self.slot_count as usize * SLOT_SIZE
     }
 }
@@ -180,6 +180,11 @@ impl CompactedIndexFile {
 
     fn map(&self) -> &[u8] {
         self.file.bytes(0, self.file.len())
+    }
+
+    /// The whole file (for upload to the tier).
+    pub fn bytes(&self) -> &[u8] {
+        self.map()
     }
 
     pub fn header(&self) -> &CompactedHeader {

@@ -35,6 +35,7 @@ mod naming;
 mod query;
 mod recovery;
 mod registry;
+pub mod remote;
 pub mod verify;
 mod writer;
 
@@ -68,6 +69,8 @@ struct Shared {
 
 pub struct IndexService {
     shared: Arc<Shared>,
+    /// Files only the store's tier holds (`remote.rs`).
+    remote: OnceLock<Arc<dyn remote::RemoteIndex>>,
     writer: Mutex<WriterState>,
     compactor_thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -146,6 +149,7 @@ impl IndexService {
         }
         Ok(IndexService {
             shared,
+            remote: OnceLock::new(),
             writer: Mutex::new(WriterState {
                 next_offset: 0,
                 last_name,

@@ -2,7 +2,7 @@
 //! files whose time range overlaps the query's.
 
 use crate::error::Result;
-use crate::index::compacted::CompactedIndexFile;
+use crate::index::compacted::{CompactedEntry, CompactedHeader, CompactedIndexFile};
 use crate::index::file::IndexFile;
 use crate::index::layout::index_key_hash;
 use std::ops::ControlFlow;
@@ -69,7 +69,20 @@ pub(super) fn visit_compacted(
     {
         return Ok(ControlFlow::Continue(()));
     }
-    for entry in file.run(key_hash)? {
+    visit_run(header, file.run(key_hash)?, key_hash, begin, end, visit)
+}
+
+/// Walk a slot's run (newest first) as a chain: stop at the first entry older than
+/// `begin`, pass over other keys' entries and those newer than `end`.
+pub(super) fn visit_run(
+    header: &CompactedHeader,
+    run: impl Iterator<Item = CompactedEntry>,
+    key_hash: i32,
+    begin: i64,
+    end: i64,
+    visit: &mut impl FnMut(i64) -> Result<ControlFlow<()>>,
+) -> Result<ControlFlow<()>> {
+    for entry in run {
         let earliest = entry_time(header.begin_timestamp, entry.time_diff);
         if earliest.saturating_add(999) < begin {
             break;
@@ -108,9 +121,10 @@ impl IndexService {
                 ControlFlow::Continue(())
             };
             if flow.is_break() {
-                break;
+                return Ok(());
             }
         }
-        Ok(())
+        // Files only the tier holds are older than every local one.
+        self.visit_remote(key_hash, begin, end, &mut visit)
     }
 }

@@ -115,7 +115,12 @@ impl Store {
         // Before the queues open: the log's first offset may be in the tier.
         options.tier = tiering::tier_options_for(root, options.tier.as_ref())?;
         let tier = match &options.tier {
-            Some(tier_options) => Some(tiering::open_tier(root, tier_options, &commit_log)?),
+            Some(tier_options) => Some(tiering::open_tier(
+                root,
+                tier_options,
+                &commit_log,
+                writable,
+            )?),
             None => None,
         };
         let consume_queue_type = crate::consume_queue::form::choose(root, &options)?;
@@ -134,6 +139,9 @@ impl Store {
             entry_count: options.index_entry_count as u32,
         };
         let index = IndexService::load(root, index_geometry, writable)?;
+        if let Some(uploader) = &tier {
+            index.attach_remote(Arc::clone(uploader.remote()) as _);
+        }
         let recovery_report = recover(
             &commit_log,
             queues.as_ref(),

@@ -8,6 +8,7 @@ use crate::clock::now_millis;
 use crate::commit_log::CommitLog;
 use crate::error::{Error, Result};
 use crate::files::segment::Segment;
+use crate::index::compacted::CompactedIndexFile;
 use crate::options::TierOptions;
 use crate::retention::{RetentionReport, SegmentDecision};
 use crate::tier::remote_log::RemoteLog;
@@ -78,6 +79,7 @@ pub(super) fn open_tier(
     root: &std::path::Path,
     options: &TierOptions,
     commit_log: &CommitLog,
+    writable: bool,
 ) -> Result<Arc<Uploader>> {
     let location = TierLocation::parse(&options.url)?;
     let endpoint = TierEndpoint {
@@ -107,17 +109,29 @@ pub(super) fn open_tier(
             segment.local = false;
         }
     }
+    let compacted_dir = root.join(crate::index::COMPACTED_INDEX_DIR);
+    for (name, file) in &mut state.index_files {
+        if file.local && !compacted_dir.join(name).exists() {
+            file.local = false;
+        }
+    }
+    if writable && TierState::load(root)? != state {
+        // Recorded at once, so the store reopens with its tier even before an upload.
+        state.persist(root)?;
+    }
     let remote = Arc::new(RemoteLog::new(
         Arc::new(client),
         root,
         state,
         options.read_cache_bytes,
     ));
-    commit_log.attach_tier(Arc::clone(&remote));
+    commit_log.attach_tier(Arc::clone(&remote) as _);
     let uploader = Arc::new(Uploader::new(remote, options.parts_in_flight));
     match reachable {
         Ok(()) => {}
-        Err(error) if is_unreachable(&error) => uploader.note_failure(&error),
+        // A reader (inspect, status beside a broker) works on local data without the
+        // bucket, and says why it could not reach it.
+        Err(error) if is_unreachable(&error) || !writable => uploader.note_failure(&error),
         Err(error) => return Err(error),
     }
     Ok(uploader)
@@ -152,6 +166,9 @@ impl StoreInner {
             if uploader
                 .upload_sealed(&self.sealed_segments(), false)
                 .is_ok()
+                && uploader
+                    .upload_index_files(&self.compacted_index_files())
+                    .is_ok()
             {
                 // Failures show in the status and the next explicit run's report.
                 let _ = self.run_tier_retention(now_millis());
@@ -159,12 +176,55 @@ impl StoreInner {
         }
     }
 
-    /// Upload every sealed segment now, ignoring the pause after a failure.
+    /// The index files that have their compacted form (the form the tier keeps).
+    fn compacted_index_files(&self) -> Vec<(String, Arc<CompactedIndexFile>)> {
+        self.index
+            .file_forms()
+            .into_iter()
+            .filter_map(|forms| forms.compacted.map(|file| (forms.name, file)))
+            .collect()
+    }
+
+    /// Upload every sealed segment and compacted index file now, ignoring the pause
+    /// after a failure; returns how many segments were uploaded.
     pub(super) fn upload_now(&self) -> Result<usize> {
         match &self.tier {
-            Some(uploader) => uploader.upload_sealed(&self.sealed_segments(), true),
+            Some(uploader) => {
+                let segments = uploader.upload_sealed(&self.sealed_segments(), true)?;
+                uploader.upload_index_files(&self.compacted_index_files())?;
+                Ok(segments)
+            }
             None => Err(Error::invalid("tier_url", "the store has no tier")),
         }
+    }
+
+    /// Index files go with the segments they point into: a local copy once every
+    /// segment it covers is evicted, the object once they all expired. Returns how many
+    /// were evicted and expired.
+    fn tier_index_files(&self, remote: &RemoteLog) -> Result<(u64, u64)> {
+        let local_min = self.commit_log.local_min_offset() as i64;
+        let min = self.commit_log.min_offset() as i64;
+        let (mut evicted, mut expired) = (0, 0);
+        for (name, file) in remote.state().index_files {
+            if file.end_phy_offset < min {
+                let client = remote.client();
+                self.index.evict_file(&name)?;
+                client.delete(&client.location().index_file(&name))?;
+                remote.update(|state| {
+                    state.index_files.remove(&name);
+                })?;
+                expired += 1;
+            } else if file.local && file.end_phy_offset < local_min {
+                remote.update(|state| {
+                    if let Some(tiered) = state.index_files.get_mut(&name) {
+                        tiered.local = false;
+                    }
+                })?;
+                self.index.evict_file(&name)?;
+                evicted += 1;
+            }
+        }
+        Ok((evicted, expired))
     }
 
     /// Retention with a tier: segments older than the tier retention leave the store
@@ -205,7 +265,7 @@ impl StoreInner {
             })?;
             remote.forget_cached(start);
             deleted.push(SegmentDecision {
-                path: remote.object_name(segment),
+                path: remote.segment_object_name(segment),
                 start_offset: start,
                 reason: format!(
                     "expired: last written {} h ago, tier retention {} h",
@@ -276,6 +336,7 @@ impl StoreInner {
             consume_queue_files_deleted = self.queues.drop_below(commitlog_min_offset as i64)?;
             index_files_deleted = self.index.delete_files_below(commitlog_min_offset as i64)?;
         }
+        index_files_deleted += self.tier_index_files(remote)?.1;
         Ok(RetentionReport {
             deleted,
             evicted,
@@ -292,9 +353,10 @@ impl Store {
     /// Where each segment is, and how uploads go; None for a store without a tier.
     pub fn tier_status(&self) -> Result<Option<TierStatus>> {
         self.check_open()?;
-        let Some(remote) = self.inner.commit_log.tier() else {
+        let Some(uploader) = &self.inner.tier else {
             return Ok(None);
         };
+        let remote = uploader.remote();
         let state = remote.state();
         let local = self.inner.commit_log.segments().segments();
         let mut segments: Vec<(u64, u64, SegmentTier)> = state
@@ -315,12 +377,7 @@ impl Store {
             }
         }
         segments.sort_by_key(|(start, _, _)| *start);
-        let upload = self
-            .inner
-            .tier
-            .as_ref()
-            .map(|uploader| uploader.status())
-            .unwrap_or_default();
+        let upload = uploader.status();
         Ok(Some(TierStatus {
             url: state.url,
             segments,

@@ -61,6 +61,11 @@ impl TierLocation {
         self.under_prefix(&format!("commitlog/{start_offset:020}"))
     }
 
+    /// A compacted index file keeps its name (its creation time, format §3.1).
+    pub fn index_file(&self, name: &str) -> ObjectPath {
+        self.under_prefix(&format!("index/{name}"))
+    }
+
     pub fn segments_prefix(&self) -> ObjectPath {
         self.under_prefix("commitlog")
     }

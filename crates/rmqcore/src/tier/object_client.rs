@@ -212,9 +212,22 @@ impl ObjectClient {
     }
 }
 
-/// The server's reason, without the crate's nesting of wrappers.
+/// The server's reason, without the crate's nesting of wrappers or the XML body.
 fn explain(error: &object_store::Error) -> String {
-    let text = error.to_string();
+    let full = error.to_string();
+    let mut text = full.clone();
+    if let Some(at) = text.find("<?xml") {
+        text.truncate(at);
+    }
+    if text.len() > 400 {
+        let mut cut = 400;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    let text = text.trim_end_matches([' ', ':', ',']).to_string();
     for (needle, meaning) in [
         ("NoSuchBucket", "the bucket does not exist"),
         (
@@ -232,7 +245,7 @@ fn explain(error: &object_store::Error) -> String {
         ),
         ("error sending request", "the server could not be reached"),
     ] {
-        if text.contains(needle) {
+        if full.contains(needle) {
             return format!("{meaning}: {text}");
         }
     }

@@ -15,7 +15,11 @@ use bytes::Bytes;
 
 use super::object_client::ObjectClient;
 use super::state::{TierState, TieredSegment};
+use crate::big_endian::{read_i32, read_i64};
 use crate::error::{Error, Result};
+use crate::index::compacted::{
+    CompactedEntry, CompactedHeader, ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE,
+};
 
 /// Bytes per ranged GET: large enough that a sequential consumer pays one request per
 /// thousands of small messages, small enough that one old message costs little.
@@ -142,7 +146,7 @@ impl RemoteLog {
     }
 
     /// The first offset only the tier holds.
-    pub fn min_offset(&self) -> Option<u64> {
+    pub fn first_remote_offset(&self) -> Option<u64> {
         let state = self.state.read().expect("tier state lock");
         let first = state
             .remote_only()
@@ -152,7 +156,7 @@ impl RemoteLog {
     }
 
     /// The evicted segment holding `offset`.
-    pub fn holding(&self, offset: u64) -> Option<TieredSegment> {
+    pub fn segment_holding(&self, offset: u64) -> Option<TieredSegment> {
         self.state
             .read()
             .expect("tier state lock")
@@ -161,13 +165,18 @@ impl RemoteLog {
     }
 
     /// How errors name the segment's object.
-    pub fn object_name(&self, segment: &TieredSegment) -> PathBuf {
+    pub fn segment_object_name(&self, segment: &TieredSegment) -> PathBuf {
         let location = self.client.location();
         PathBuf::from(location.describe(&location.segment(segment.start_offset)))
     }
 
     /// `length` bytes at `position` of `segment` (fewer at its end).
-    pub fn read(&self, segment: &TieredSegment, position: u64, length: usize) -> Result<Bytes> {
+    pub fn read_segment(
+        &self,
+        segment: &TieredSegment,
+        position: u64,
+        length: usize,
+    ) -> Result<Bytes> {
         let end = (position + length as u64).min(segment.size);
         if position >= end {
             return Ok(Bytes::new());
@@ -192,12 +201,12 @@ impl RemoteLog {
 
     /// The whole object in one GET (not cached), checked against its recorded size and
     /// CRC32: what scans of the whole log read.
-    pub fn read_whole(&self, segment: &TieredSegment) -> Result<Bytes> {
+    pub fn read_whole_segment(&self, segment: &TieredSegment) -> Result<Bytes> {
         let object = self.client.location().segment(segment.start_offset);
         let bytes = self.counted_get(&object, 0..segment.size)?;
         if bytes.len() as u64 != segment.size || crc32fast::hash(&bytes) != segment.crc32 {
             return Err(Error::corrupt(
-                self.object_name(segment),
+                self.segment_object_name(segment),
                 0,
                 format!(
                     "the object differs from the segment uploaded ({} bytes, CRC32 {:08x}): it \
@@ -221,7 +230,7 @@ impl RemoteLog {
         let block = self.counted_get(&object, start..end)?;
         if block.len() as u64 != end - start {
             return Err(Error::corrupt(
-                self.object_name(segment),
+                self.segment_object_name(segment),
                 start,
                 format!(
                     "the object is shorter than the {} bytes uploaded (a read of {start}..{end} \
@@ -236,5 +245,123 @@ impl RemoteLog {
             .expect("block cache lock")
             .insert(key, block.clone());
         Ok(block)
+    }
+}
+
+impl crate::index::remote::RemoteIndex for RemoteLog {
+    fn remote_files(&self) -> Vec<(String, CompactedHeader)> {
+        let state = self.state.read().expect("tier state lock");
+        state
+            .index_files
+            .iter()
+            .rev()
+            .filter(|(_, file)| !file.local)
+            .map(|(name, file)| {
+                let header = CompactedHeader {
+                    begin_timestamp: file.begin_timestamp,
+                    end_timestamp: file.end_timestamp,
+                    begin_phy_offset: file.begin_phy_offset,
+                    end_phy_offset: file.end_phy_offset,
+                    slot_count: file.slot_count,
+                    entry_count: file.entry_count,
+                    ..CompactedHeader::default()
+                };
+                (name.clone(), header)
+            })
+            .collect()
+    }
+
+    /// Two range reads: the slot (8 bytes), then its run (16 bytes per entry).
+    fn remote_run(
+        &self,
+        name: &str,
+        header: &CompactedHeader,
+        key_hash: i32,
+    ) -> Result<Vec<CompactedEntry>> {
+        let object = self.client.location().index_file(name);
+        let describe = || PathBuf::from(self.client.location().describe(&object));
+        let slot = key_hash.unsigned_abs() % header.slot_count.max(1);
+        let slot_at = (HEADER_SIZE + slot as usize * SLOT_SIZE) as u64;
+        let slot_bytes = self.counted_get(&object, slot_at..slot_at + SLOT_SIZE as u64)?;
+        if slot_bytes.len() != SLOT_SIZE {
+            return Err(Error::corrupt(
+                describe(),
+                slot_at,
+                "the object is shorter than uploaded",
+            ));
+        }
+        let start = read_i32(&slot_bytes, 0);
+        let length = read_i32(&slot_bytes, 4);
+        if start < 0 || length < 0 || start as u64 + length as u64 > u64::from(header.entry_count) {
+            return Err(Error::corrupt(
+                describe(),
+                slot_at,
+                format!("slot {slot} points at entries {start}+{length}, outside the file"),
+            ));
+        }
+        if length == 0 {
+            return Ok(Vec::new());
+        }
+        let from = (header.entries_at() + start as usize * ENTRY_SIZE) as u64;
+        let to = from + length as u64 * ENTRY_SIZE as u64;
+        let run = self.counted_get(&object, from..to)?;
+        if run.len() as u64 != to - from {
+            return Err(Error::corrupt(
+                describe(),
+                from,
+                "the object is shorter than uploaded",
+            ));
+        }
+        Ok(run
+            .chunks_exact(ENTRY_SIZE)
+            .map(|entry| CompactedEntry {
+                key_hash: read_i32(entry, 0),
+                time_diff: read_i32(entry, 4),
+                commitlog_offset: read_i64(entry, 8),
+            })
+            .collect())
+    }
+}
+
+impl crate::commit_log::RemoteSegments for RemoteLog {
+    fn min_offset(&self) -> Option<u64> {
+        self.first_remote_offset()
+    }
+
+    fn holding(&self, offset: u64) -> Option<(u64, u64)> {
+        self.segment_holding(offset)
+            .map(|segment| (segment.start_offset, segment.size))
+    }
+
+    fn object_name(&self, start_offset: u64) -> PathBuf {
+        let location = self.client.location();
+        PathBuf::from(location.describe(&location.segment(start_offset)))
+    }
+
+    fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes> {
+        let segment = self.listed(start_offset)?;
+        self.read_segment(&segment, position, length)
+    }
+
+    fn read_whole(&self, start_offset: u64) -> Result<Bytes> {
+        let segment = self.listed(start_offset)?;
+        self.read_whole_segment(&segment)
+    }
+}
+
+impl RemoteLog {
+    /// A segment the state lists (one that expired meanwhile is not found).
+    fn listed(&self, start_offset: u64) -> Result<TieredSegment> {
+        self.state
+            .read()
+            .expect("tier state lock")
+            .segments
+            .get(&start_offset)
+            .copied()
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "segment {start_offset} is no longer in the tier (expired)"
+                ))
+            })
     }
 }

@@ -30,6 +30,22 @@ impl TieredSegment {
     }
 }
 
+/// A compacted index file (format §3.7) in the tier, with the header fields a query
+/// needs, so that a lookup reads only its slot and run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TieredIndexFile {
+    pub size: u64,
+    pub crc32: u32,
+    pub begin_timestamp: i64,
+    pub end_timestamp: i64,
+    pub begin_phy_offset: i64,
+    pub end_phy_offset: i64,
+    pub slot_count: u32,
+    pub entry_count: u32,
+    pub local: bool,
+}
+
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TierState {
@@ -43,6 +59,9 @@ pub struct TierState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
     pub segments: BTreeMap<u64, TieredSegment>,
+    /// Compacted index files uploaded, by name (names sort in log order).
+    #[serde(default)]
+    pub index_files: BTreeMap<String, TieredIndexFile>,
 }
 
 impl TierState {

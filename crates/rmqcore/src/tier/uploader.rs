@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::remote_log::RemoteLog;
-use super::state::TieredSegment;
+use super::state::{TieredIndexFile, TieredSegment};
 use crate::clock::now_millis;
 use crate::error::{Error, Result};
 use crate::files::segment::Segment;
+use crate::index::compacted::CompactedIndexFile;
 
 /// Pauses after a failure: 1 s, doubling, at most 30 s.
 const FIRST_RETRY: Duration = Duration::from_secs(1);
@@ -107,6 +108,70 @@ impl Uploader {
             }
         }
         Ok(recorded)
+    }
+
+    /// Upload every compacted index file the state lacks, oldest first; returns how
+    /// many were recorded.
+    pub fn upload_index_files(&self, files: &[(String, Arc<CompactedIndexFile>)]) -> Result<usize> {
+        let state = self.remote.state();
+        let mut recorded = 0;
+        for (name, file) in files {
+            if state.index_files.contains_key(name) {
+                continue;
+            }
+            match self.upload_index_file(name, file) {
+                Ok(tiered) => {
+                    self.remote.update(|state| {
+                        state.index_files.insert(name.clone(), tiered);
+                    })?;
+                    recorded += 1;
+                }
+                Err(error) => {
+                    self.failed(&error);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(recorded)
+    }
+
+    fn upload_index_file(&self, name: &str, file: &CompactedIndexFile) -> Result<TieredIndexFile> {
+        let client = self.remote.client();
+        let object = client.location().index_file(name);
+        let bytes = file.bytes();
+        let crc32 = crc32fast::hash(bytes);
+        let header = file.header();
+        let tiered = TieredIndexFile {
+            size: bytes.len() as u64,
+            crc32,
+            begin_timestamp: header.begin_timestamp,
+            end_timestamp: header.end_timestamp,
+            begin_phy_offset: header.begin_phy_offset,
+            end_phy_offset: header.end_phy_offset,
+            slot_count: header.slot_count,
+            entry_count: header.entry_count,
+            local: true,
+        };
+        let confirmed = |info: Option<super::object_client::ObjectInfo>| {
+            info.is_some_and(|info| info.size == tiered.size && info.crc32 == Some(crc32))
+        };
+        if confirmed(client.head(&object)?) {
+            return Ok(tiered);
+        }
+        client.upload(&object, bytes, crc32, self.parts_in_flight)?;
+        let info = client.head(&object)?;
+        if !confirmed(info) {
+            return Err(Error::tier(
+                client.location().describe(&object),
+                format!(
+                    "the bucket reports {info:?} after the upload of {} bytes",
+                    tiered.size
+                ),
+            ));
+        }
+        let mut status = self.status.lock().expect("upload status lock");
+        status.uploaded_bytes += tiered.size;
+        Ok(tiered)
     }
 
     fn upload_one(&self, segment: &Segment) -> Result<TieredSegment> {
