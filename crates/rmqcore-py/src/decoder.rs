@@ -243,7 +243,7 @@ impl PyDecodedBatch {
 
 #[pyclass(name = "SegmentDecoder", module = "rmq._rmqcore", frozen)]
 pub struct PySegmentDecoder {
-    inner: Arc<SegmentDecoder>,
+    pub(crate) inner: Arc<SegmentDecoder>,
 }
 
 fn non_negative(py: Python<'_>, argument: &'static str, value: i64) -> PyResult<usize> {

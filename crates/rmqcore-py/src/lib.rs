@@ -21,6 +21,7 @@ mod send_future;
 mod send_request_encoding;
 mod store;
 mod store_tier;
+mod tier_reader;
 mod verify_report;
 
 #[pymodule]
@@ -40,6 +41,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<verify_report::PyVerifyReport>()?;
     module.add_class::<retention_report::PyRetentionReport>()?;
     module.add_class::<retention_report::PyDiskUsage>()?;
+    module.add_class::<tier_reader::PyTierReader>()?;
     module.add_class::<decoder::PySegmentDecoder>()?;
     module.add_class::<decoder::PyDecodedBatch>()?;
     module.add_class::<decoder::PyColumnBuffer>()?;

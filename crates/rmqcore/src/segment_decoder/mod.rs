@@ -163,8 +163,14 @@ pub struct DecodedBatch {
 pub struct SegmentDecoder {
     path: PathBuf,
     start_offset: u64,
-    /// `None` for an empty file, which cannot be mapped.
-    segment: Option<Segment>,
+    bytes: SegmentSource,
+}
+
+/// Where the segment's bytes are: a mapped file (`None` for an empty file, which cannot
+/// be mapped), or bytes fetched from a store's tier.
+enum SegmentSource {
+    Mapped(Option<Segment>),
+    Fetched(bytes::Bytes),
 }
 
 impl std::fmt::Debug for SegmentDecoder {
@@ -209,8 +215,17 @@ impl SegmentDecoder {
         Ok(SegmentDecoder {
             path: path.to_path_buf(),
             start_offset,
-            segment,
+            bytes: SegmentSource::Mapped(segment),
         })
+    }
+
+    /// A segment fetched whole (from a tier): `name` says where from, in errors.
+    pub fn from_bytes(name: PathBuf, start_offset: u64, bytes: bytes::Bytes) -> Self {
+        SegmentDecoder {
+            path: name,
+            start_offset,
+            bytes: SegmentSource::Fetched(bytes),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -222,13 +237,16 @@ impl SegmentDecoder {
     }
 
     pub fn size(&self) -> usize {
-        self.segment.as_ref().map_or(0, Segment::size)
+        self.bytes().len()
     }
 
     fn bytes(&self) -> &[u8] {
-        self.segment
-            .as_ref()
-            .map_or(&[], |segment| segment.bytes(0, segment.size()))
+        match &self.bytes {
+            SegmentSource::Mapped(segment) => segment
+                .as_ref()
+                .map_or(&[], |segment| segment.bytes(0, segment.size())),
+            SegmentSource::Fetched(bytes) => bytes,
+        }
     }
 
     /// Read what starts at `position`: a record, or the reason there is none. `limit` is

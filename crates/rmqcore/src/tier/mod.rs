@@ -9,6 +9,7 @@
 
 pub mod location;
 pub mod object_client;
+pub mod reader;
 pub mod remote_log;
 pub mod state;
 pub mod uploader;
