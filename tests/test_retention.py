@@ -248,3 +248,26 @@ def test_a_real_small_filesystem_fills_refuses_and_resumes(tmp_path: Path) -> No
             with contextlib.suppress(rmq.errors.RmqError):
                 opened.close()
         subprocess.run(["umount", "--lazy", str(mount)], check=False)
+
+
+def test_a_reopened_or_read_only_store_starts_its_queues_where_retention_left_them(
+    tmp_path: Path,
+) -> None:
+    """Queue files keep entries of deleted segments until a whole file is below the log's
+    start; every open must still report the first readable offset, not the file's."""
+    path = str(tmp_path / "store")
+    store = rmq.Store(path, commitlog_segment_size=64 * 1024, file_reserved_time_ms=0)
+    for _ in range(3000):
+        store.put("T", b"x" * 200, queue_id=0)
+    assert store.run_retention().deleted
+    first = store.min_offset("T", 0)
+    assert first > 0
+    store.close()
+    for options in ({}, {"read_only": True}):
+        reopened = rmq.Store(path, **options)
+        assert reopened.min_offset("T", 0) == first
+        assert reopened.get("T", 0, first, 1)[0].queue_offset == first
+        with pytest.raises(OffsetOutOfRangeError) as raised:
+            reopened.get("T", 0, first - 1, 1)
+        assert raised.value.min_offset == first
+        reopened.close()

@@ -326,6 +326,13 @@ impl ConsumeQueue for FileConsumeQueue {
                 break;
             }
         }
+        self.correct_min_offset(commitlog_min);
+        Ok(deleted)
+    }
+
+    /// Readers start at the first entry of a record the log still holds: the files
+    /// keep entries of deleted segments until a whole file is below the log's start.
+    fn correct_min_offset(&self, commitlog_min: i64) {
         let first_start = self.segments.first().map_or(0, |segment| {
             (segment.start_offset() / ENTRY_SIZE as u64) as i64
         });
@@ -344,7 +351,6 @@ impl ConsumeQueue for FileConsumeQueue {
         if low > self.min_offset() {
             self.set_min_offset(low);
         }
-        Ok(deleted)
     }
 }
 

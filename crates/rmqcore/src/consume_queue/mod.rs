@@ -90,6 +90,12 @@ pub trait ConsumeQueue: Send + Sync + std::fmt::Debug {
         self.bounds()
     }
 
+    /// At open: move the first readable offset past entries of records below
+    /// `commitlog_min` (retention deleted them), without changing any file, so that a
+    /// read-only open agrees with the writer. Forms that persist their first offset
+    /// (RocksDB's `min` key) need nothing.
+    fn correct_min_offset(&self, _commitlog_min: i64) {}
+
     /// The first queue offset readers may ask for.
     fn min_offset(&self) -> i64 {
         self.bounds().min()

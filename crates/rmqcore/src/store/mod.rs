@@ -150,6 +150,10 @@ impl Store {
             writable,
             &index,
         )?;
+        let log_min = commit_log.min_offset() as i64;
+        for queue in queues.all() {
+            queue.correct_min_offset(log_min);
+        }
         let end = commit_log.write_offset();
         if writable {
             // Present while the store is open; its presence at the next open means the
