@@ -24,6 +24,7 @@ BENCHMARKS = {
     "recovery": "bench.recovery",
     "spark": "bench.spark",
     "scale": "bench.scale",
+    "tier": "bench.tier",
 }
 
 DEFAULT_ROUNDS = {"tiny": 2, "quick": 3, "full": 5}
