@@ -192,6 +192,19 @@ impl ObjectClient {
             .map_err(|error| self.failed(object, error))
     }
 
+    /// Fetch `range` in the background and hand the outcome to `done` (read-ahead).
+    pub fn spawn_get_range(
+        &self,
+        object: ObjectPath,
+        range: Range<u64>,
+        done: impl FnOnce(Option<Bytes>) + Send + 'static,
+    ) {
+        let store = self.store.clone();
+        self.runtime.spawn(async move {
+            done(store.get_range(&object, range).await.ok());
+        });
+    }
+
     pub fn delete(&self, object: &ObjectPath) -> Result<()> {
         match self.runtime.block_on(self.store.delete(object)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),

@@ -6,10 +6,10 @@
 //! does from a local segment, and a block shorter than the object's recorded size is an
 //! error naming the object, so a changed or truncated object is reported, never served.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use bytes::Bytes;
 
@@ -25,13 +25,22 @@ use crate::index::compacted::{
 /// thousands of small messages, small enough that one old message costs little.
 pub const BLOCK_SIZE: u64 = 2 << 20;
 
-/// Blocks fetched, least recently used first out.
+/// Blocks fetched ahead of a sequential reader (one that read the block before too),
+/// beyond the one it asked for: the bucket answers while the reader decodes. Lookups
+/// of single messages read no more than their block.
+const READ_AHEAD_BLOCKS: u64 = 3;
+
+/// Blocks fetched, least recently used first out, and blocks being fetched.
 #[derive(Debug)]
 struct BlockCache {
     capacity_blocks: usize,
     blocks: HashMap<(u64, u64), Bytes>,
     order: VecDeque<(u64, u64)>,
+    in_flight: HashSet<(u64, u64)>,
 }
+
+/// The cache, and the signal that a fetch in flight ended.
+type SharedCache = Arc<(Mutex<BlockCache>, Condvar)>;
 
 impl BlockCache {
     fn get(&mut self, key: (u64, u64)) -> Option<Bytes> {
@@ -65,8 +74,8 @@ pub struct RemoteLog {
     client: Arc<ObjectClient>,
     root: PathBuf,
     state: RwLock<TierState>,
-    cache: Mutex<BlockCache>,
-    reads: ReadCounters,
+    cache: SharedCache,
+    reads: Arc<ReadCounters>,
 }
 
 /// What reads of evicted segments cost: requests to the bucket and what they fetched.
@@ -111,12 +120,16 @@ impl RemoteLog {
             client,
             root: root.to_path_buf(),
             state: RwLock::new(state),
-            cache: Mutex::new(BlockCache {
-                capacity_blocks: (cache_bytes / BLOCK_SIZE).max(2) as usize,
-                blocks: HashMap::new(),
-                order: VecDeque::new(),
-            }),
-            reads: ReadCounters::default(),
+            cache: Arc::new((
+                Mutex::new(BlockCache {
+                    capacity_blocks: (cache_bytes / BLOCK_SIZE).max(2 + READ_AHEAD_BLOCKS) as usize,
+                    blocks: HashMap::new(),
+                    order: VecDeque::new(),
+                    in_flight: HashSet::new(),
+                }),
+                Condvar::new(),
+            )),
+            reads: Arc::new(ReadCounters::default()),
         }
     }
 
@@ -140,6 +153,7 @@ impl RemoteLog {
 
     pub fn forget_cached(&self, start_offset: u64) {
         self.cache
+            .0
             .lock()
             .expect("block cache lock")
             .forget_segment(start_offset);
@@ -220,14 +234,43 @@ impl RemoteLog {
 
     fn block(&self, segment: &TieredSegment, index: u64) -> Result<Bytes> {
         let key = (segment.start_offset, index);
-        if let Some(block) = self.cache.lock().expect("block cache lock").get(key) {
-            self.reads.cache_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(block);
+        let (lock, fetched) = &*self.cache;
+        let sequential;
+        {
+            let mut cache = lock.lock().expect("block cache lock");
+            loop {
+                if let Some(block) = cache.get(key) {
+                    self.reads.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    let sequential = index > 0 && cache.blocks.contains_key(&(key.0, index - 1));
+                    drop(cache);
+                    if sequential {
+                        self.read_ahead(segment, index);
+                    }
+                    return Ok(block);
+                }
+                if !cache.in_flight.contains(&key) {
+                    break;
+                }
+                cache = fetched.wait(cache).expect("block cache lock");
+            }
+            sequential = index > 0 && cache.blocks.contains_key(&(key.0, index - 1));
+            cache.in_flight.insert(key);
         }
         let start = index * BLOCK_SIZE;
         let end = (start + BLOCK_SIZE).min(segment.size);
         let object = self.client.location().segment(segment.start_offset);
-        let block = self.counted_get(&object, start..end)?;
+        let outcome = self.counted_get(&object, start..end);
+        {
+            let mut cache = lock.lock().expect("block cache lock");
+            cache.in_flight.remove(&key);
+            if let Ok(block) = &outcome {
+                if block.len() as u64 == end - start {
+                    cache.insert(key, block.clone());
+                }
+            }
+            fetched.notify_all();
+        }
+        let block = outcome?;
         if block.len() as u64 != end - start {
             return Err(Error::corrupt(
                 self.segment_object_name(segment),
@@ -240,11 +283,48 @@ impl RemoteLog {
                 ),
             ));
         }
-        self.cache
-            .lock()
-            .expect("block cache lock")
-            .insert(key, block.clone());
+        if sequential {
+            self.read_ahead(segment, index);
+        }
         Ok(block)
+    }
+
+    /// A sequential reader will want the next blocks: fetch those not cached or in
+    /// flight in the background (a failure just leaves the reader to fetch itself).
+    fn read_ahead(&self, segment: &TieredSegment, index: u64) {
+        let object = self.client.location().segment(segment.start_offset);
+        for ahead in index + 1..=index + READ_AHEAD_BLOCKS {
+            let start = ahead * BLOCK_SIZE;
+            if start >= segment.size {
+                break;
+            }
+            let key = (segment.start_offset, ahead);
+            {
+                let mut cache = self.cache.0.lock().expect("block cache lock");
+                if cache.blocks.contains_key(&key) || !cache.in_flight.insert(key) {
+                    continue;
+                }
+            }
+            let end = (start + BLOCK_SIZE).min(segment.size);
+            let cache = Arc::clone(&self.cache);
+            let reads = Arc::clone(&self.reads);
+            self.client
+                .spawn_get_range(object.clone(), start..end, move |block| {
+                    let (lock, fetched) = &*cache;
+                    let mut cache = lock.lock().expect("block cache lock");
+                    cache.in_flight.remove(&key);
+                    if let Some(block) = block {
+                        reads.range_reads.fetch_add(1, Ordering::Relaxed);
+                        reads
+                            .bytes_fetched
+                            .fetch_add(block.len() as u64, Ordering::Relaxed);
+                        if block.len() as u64 == end - start {
+                            cache.insert(key, block);
+                        }
+                    }
+                    fetched.notify_all();
+                });
+        }
     }
 }
 

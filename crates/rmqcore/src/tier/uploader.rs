@@ -42,6 +42,9 @@ pub struct Uploader {
     status: Mutex<UploadStatus>,
     /// No attempt before this instant (the pause after a failure).
     next_attempt: Mutex<Option<Instant>>,
+    /// One upload pass at a time: the thread and `upload_to_tier` must not both upload
+    /// the segments neither has recorded yet.
+    one_pass: Mutex<()>,
 }
 
 impl Uploader {
@@ -51,6 +54,7 @@ impl Uploader {
             parts_in_flight,
             status: Mutex::new(UploadStatus::default()),
             next_attempt: Mutex::new(None),
+            one_pass: Mutex::new(()),
         }
     }
 
@@ -87,6 +91,7 @@ impl Uploader {
         if !self.may_try(force) {
             return Ok(0);
         }
+        let _one_pass = self.one_pass.lock().expect("upload pass lock");
         let state = self.remote.state();
         let mut recorded = 0;
         for segment in sealed {
@@ -113,6 +118,7 @@ impl Uploader {
     /// Upload every compacted index file the state lacks, oldest first; returns how
     /// many were recorded.
     pub fn upload_index_files(&self, files: &[(String, Arc<CompactedIndexFile>)]) -> Result<usize> {
+        let _one_pass = self.one_pass.lock().expect("upload pass lock");
         let state = self.remote.state();
         let mut recorded = 0;
         for (name, file) in files {
