@@ -2,7 +2,9 @@
 
 ``SegmentDecoder.decode`` returns its columns as buffers in Arrow's layout; this module
 wraps them with ``pyarrow.Array.from_buffers`` (no copy, no Python object per message)
-and adds the shard name. Used by the Spark data source, and usable on its own::
+and adds the shard name. A segment is a local file (``SegmentPart``) or an object in a
+tiered store's bucket (``TierSegmentPart``, fetched whole by ``TierReader``). Used by the
+Spark data source, and usable on its own::
 
     for batch in read_segment("store/commitlog/00000000000000000000", shard="store"):
         ...
@@ -16,10 +18,17 @@ from dataclasses import dataclass
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from rmq._rmqcore import DecodedBatch, SegmentDecoder
+from rmq._rmqcore import DecodedBatch, SegmentDecoder, TierReader
 from rmq.errors import CorruptRecordError
 
-__all__ = ["ARROW_SCHEMA", "SegmentPart", "read_part", "read_segment", "to_record_batch"]
+__all__ = [
+    "ARROW_SCHEMA",
+    "SegmentPart",
+    "TierSegmentPart",
+    "read_part",
+    "read_segment",
+    "to_record_batch",
+]
 
 log = logging.getLogger("rmq.spark")
 
@@ -137,9 +146,42 @@ class SegmentPart:
     end: int
     tail: bool
 
+    def decoder(self) -> SegmentDecoder:
+        return SegmentDecoder(self.path, start_offset=self.start_offset)
+
+
+@dataclass(frozen=True)
+class TierSegmentPart:
+    """One whole segment of one shard, in the bucket of a tiered store: ``url`` is the
+    store's ``tier_url``, ``endpoint`` and ``region`` as the store was given them
+    (credentials come from the ``AWS_*`` variables where the part is read). The object
+    is fetched when the part is read (on the executor), whole, and checked against the
+    CRC32 recorded at upload. ``tail`` as in ``SegmentPart``.
+    """
+
+    shard: str
+    url: str
+    start_offset: int
+    size: int
+    tail: bool
+    endpoint: str | None = None
+    region: str | None = None
+
+    @property
+    def begin(self) -> int:
+        return 0
+
+    @property
+    def end(self) -> int:
+        return self.size
+
+    def decoder(self) -> SegmentDecoder:
+        reader = TierReader(self.url, endpoint=self.endpoint, region=self.region)
+        return reader.decoder(self.start_offset)
+
 
 def read_part(
-    part: SegmentPart,
+    part: SegmentPart | TierSegmentPart,
     *,
     verify_crc: bool = True,
     topics: Sequence[str] | None = None,
@@ -156,10 +198,18 @@ def read_part(
     warning on logger ``rmq.spark`` and ends the part. A torn last record of the shard's
     last segment (only zeros after it) ends the part with a warning in both modes.
     Store times are inclusive bounds in milliseconds. ``schema`` selects columns (see
-    ``to_record_batch``); the decoder then skips filling the others.
+    ``to_record_batch``); the decoder then skips filling the others. A segment object
+    that differs from what was uploaded (its CRC32) is an invalid record at its start:
+    none of its rows are returned.
     """
     wanted = [name for name in schema.names if name != "shard"]
-    decoder = SegmentDecoder(part.path, start_offset=part.start_offset)
+    try:
+        decoder = part.decoder()
+    except CorruptRecordError as changed:
+        if not isinstance(part, TierSegmentPart):
+            raise
+        _report_invalid(part, changed, torn_tail=False, mode=on_corrupt)
+        return
     position = part.begin
     while True:
         decoded = decoder.decode(
@@ -187,7 +237,7 @@ def read_part(
 
 
 def _report_invalid(
-    part: SegmentPart, error: CorruptRecordError, *, torn_tail: bool, mode: str
+    part: SegmentPart | TierSegmentPart, error: CorruptRecordError, *, torn_tail: bool, mode: str
 ) -> None:
     if torn_tail:
         log.warning("shard %s: the log ends with a torn record: %s", part.shard, error)

@@ -18,7 +18,7 @@ from rmq._rmqcore import SegmentDecoder
 from rmq.errors import InvalidArgumentError
 from rmq.spark.arrow import SegmentPart
 
-__all__ = ["Segment", "Shard", "find_shards", "plan_parts"]
+__all__ = ["Segment", "Shard", "find_shards", "plan_parts", "segment_parts"]
 
 _SEGMENT_NAME = re.compile(r"^[0-9]{20}$")
 
@@ -99,13 +99,20 @@ def plan_parts(shards: Iterable[Shard], split_size: int = 0) -> list[SegmentPart
         segments = [segment for segment in shard.segments() if segment.has_data]
         for index, segment in enumerate(segments):
             tail = index == len(segments) - 1
-            points = [0]
-            if 0 < split_size < segment.size:
-                decoder = SegmentDecoder(segment.path, start_offset=segment.start_offset)
-                points = decoder.split_points(split_size)
-            ends = [*points[1:], segment.size]
-            for begin, end in zip(points, ends, strict=True):
-                parts.append(
-                    SegmentPart(shard.name, segment.path, segment.start_offset, begin, end, tail)
-                )
+            parts.extend(segment_parts(shard.name, segment, split_size, tail=tail))
     return parts
+
+
+def segment_parts(
+    shard: str, segment: Segment, split_size: int = 0, *, tail: bool
+) -> list[SegmentPart]:
+    """The parts of one segment file (see ``plan_parts``)."""
+    points = [0]
+    if 0 < split_size < segment.size:
+        decoder = SegmentDecoder(segment.path, start_offset=segment.start_offset)
+        points = decoder.split_points(split_size)
+    ends = [*points[1:], segment.size]
+    return [
+        SegmentPart(shard, segment.path, segment.start_offset, begin, end, tail)
+        for begin, end in zip(points, ends, strict=True)
+    ]

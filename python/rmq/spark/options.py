@@ -52,13 +52,19 @@ class Selection:
 
 @dataclass(frozen=True)
 class ReadOptions:
-    path: str
+    #: Store files to read (``None``: only ``tier_urls``).
+    path: str | None
     selection: Selection
     verify_crc: bool
     on_corrupt: str
     split_size: int
     batch_rows: int
     filter_pushdown: bool
+    #: Tiered stores' ``tier_url`` (``s3://bucket/prefix``) whose segments to read from
+    #: the bucket; with ``tier_endpoint`` and ``tier_region`` as the stores were given.
+    tier_urls: tuple[str, ...] = ()
+    tier_endpoint: str | None = None
+    tier_region: str | None = None
 
 
 def _bool(name: str, text: str) -> bool:
@@ -112,6 +118,9 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         "split_size",
         "batch_rows",
         "filter_pushdown",
+        "tier_url",
+        "tier_endpoint",
+        "tier_region",
     }
     unknown = sorted(set(lowered) - known)
     if unknown:
@@ -119,10 +128,22 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
             f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
             argument=unknown[0],
         )
-    path = lowered.get("path")
-    if not path:
+    path = lowered.get("path") or None
+    tier_urls = tuple(u.strip() for u in lowered.get("tier_url", "").split(",") if u.strip())
+    if path is None and not tier_urls:
         raise InvalidArgumentError(
-            'no path: use spark.read.format("rmq").load(path)', argument="path"
+            'no path: use spark.read.format("rmq").load(path), or '
+            '.option("tier_url", "s3://bucket/prefix") for a tiered store\'s bucket',
+            argument="path",
+        )
+    tier_endpoint = lowered.get("tier_endpoint", "").strip() or None
+    tier_region = lowered.get("tier_region", "").strip() or None
+    for name, value in (("tier_endpoint", tier_endpoint), ("tier_region", tier_region)):
+        if value is not None and not tier_urls:
+            raise InvalidArgumentError(f"option {name} only applies with tier_url", argument=name)
+    if len({url.rstrip("/") for url in tier_urls}) != len(tier_urls):
+        raise InvalidArgumentError(
+            f"option tier_url={lowered['tier_url']!r} names a tier twice", argument="tier_url"
         )
     selection = Selection()
     if "topics" in lowered:
@@ -149,4 +170,7 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         split_size=_int("split_size", lowered.get("split_size", "0"), 0),
         batch_rows=_int("batch_rows", lowered.get("batch_rows", "8192"), 1),
         filter_pushdown=_bool("filter_pushdown", lowered.get("filter_pushdown", "true")),
+        tier_urls=tier_urls,
+        tier_endpoint=tier_endpoint,
+        tier_region=tier_region,
     )

@@ -35,9 +35,10 @@ from pyspark.sql.types import (
 )
 
 from rmq.errors import InvalidArgumentError
-from rmq.spark.arrow import ARROW_SCHEMA, SegmentPart, read_part
-from rmq.spark.layout import find_shards, plan_parts
+from rmq.spark.arrow import ARROW_SCHEMA, SegmentPart, TierSegmentPart, read_part
+from rmq.spark.layout import Shard, find_shards, plan_parts
 from rmq.spark.options import ReadOptions, Selection, parse_options
+from rmq.spark.tier import find_tier_stores, pair_stores, plan_store_parts
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
@@ -77,7 +78,8 @@ SCHEMA = StructType(
 
 
 class RmqDataSource(DataSource):
-    """``spark.read.format("rmq").load(path)``; see ``docs/spark.md``."""
+    """``spark.read.format("rmq").load(path)``, or ``.option("tier_url", ...)`` for a
+    tiered store's bucket; see ``docs/spark.md``."""
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
@@ -170,14 +172,38 @@ class _Reader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         if self.selection.is_empty():
             return []
-        shards = find_shards(self.options.path)
-        if self.selection.shards is not None:
-            shards = [shard for shard in shards if shard.name in self.selection.shards]
-        return [InputPartition(part) for part in plan_parts(shards, self.options.split_size)]
+        options = self.options
+        shards: list[Shard] = [] if options.path is None else find_shards(options.path)
+        if not options.tier_urls:
+            shards = [shard for shard in shards if self._selected(shard.name)]
+            return [InputPartition(part) for part in plan_parts(shards, options.split_size)]
+        tiers = find_tier_stores(
+            options.tier_urls,
+            endpoint=options.tier_endpoint,
+            region=options.tier_region,
+            allow_empty=options.path is not None,
+        )
+        parts: list[SegmentPart | TierSegmentPart] = []
+        for name, shard, tier in pair_stores(shards, tiers):
+            if self._selected(name):
+                parts.extend(
+                    plan_store_parts(
+                        name,
+                        shard,
+                        tier,
+                        split_size=options.split_size,
+                        endpoint=options.tier_endpoint,
+                        region=options.tier_region,
+                    )
+                )
+        return [InputPartition(part) for part in parts]
+
+    def _selected(self, shard: str) -> bool:
+        return self.selection.shards is None or shard in self.selection.shards
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         part = partition.value
-        if not isinstance(part, SegmentPart) or self.selection.is_empty():
+        if not isinstance(part, SegmentPart | TierSegmentPart) or self.selection.is_empty():
             return iter(())
         topics = self.selection.topics
         return read_part(
