@@ -629,6 +629,14 @@ class Store:
         at the ``delete_when`` hours or above ``disk_max_used_space_ratio``.
         """
     def disk_usage(self) -> DiskUsage: ...
+    def metrics(self) -> dict[str, Any]:
+        """Counters since the store was opened (relaxed atomics bumped once per call):
+        ``messages_put``, ``body_bytes_put``, ``messages_read``, ``body_bytes_read``;
+        histograms ``put_latency_us``, ``pull_latency_us``, ``flush_latency_us`` and
+        ``flush_bytes`` (bytes per flush: the group-commit size), each a dict of
+        ``bounds`` (upper bounds), ``counts`` (per bucket, not cumulative, one more than
+        the bounds: the last is above them) and ``sum``; and ``commitlog_min_offset``,
+        ``commitlog_max_offset``, ``flushed_offset``, ``dispatch_lag_bytes``."""
     def tier_status(self) -> dict[str, Any] | None:
         """The tier's state: ``url``, ``segments`` (``start_offset``, ``size`` and
         ``state``: active, pending, uploaded or evicted) and ``upload`` (``failing`` with

@@ -20,6 +20,7 @@ mod send_batches;
 mod send_future;
 mod send_request_encoding;
 mod store;
+mod store_metrics;
 mod store_tier;
 mod tier_reader;
 mod verify_report;

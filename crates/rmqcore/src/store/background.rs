@@ -72,7 +72,11 @@ impl StoreInner {
             let timestamp = self.last_store_timestamp.load(Ordering::Acquire);
             let target = self.commit_log.write_offset();
             let from = self.flush.flushed_offset().min(target);
+            let started = std::time::Instant::now();
             self.commit_log.flush_range(from, target)?;
+            if target > from {
+                self.metrics.flushed(target - from, started.elapsed());
+            }
             self.flushed_store_timestamp
                 .fetch_max(timestamp, Ordering::AcqRel);
             Ok(target)

@@ -28,10 +28,12 @@ use crate::tier::uploader::Uploader;
 mod admin;
 mod background;
 mod maintenance;
+mod metrics;
 mod read;
 mod tiering;
 mod write;
 
+pub use metrics::{HistogramSnapshot, MetricsSnapshot};
 pub use read::{PullResult, Pulled};
 pub use tiering::{SegmentTier, TierStatus};
 
@@ -67,6 +69,7 @@ struct StoreInner {
     background_stop: (Mutex<bool>, Condvar),
     /// Uploads sealed segments to the store's tier, if it has one.
     tier: Option<Arc<Uploader>>,
+    metrics: metrics::StoreMetrics,
 }
 
 pub struct Store {
@@ -182,6 +185,7 @@ impl Store {
             retention_lock: Mutex::new(()),
             background_stop: (Mutex::new(false), Condvar::new()),
             tier,
+            metrics: metrics::StoreMetrics::default(),
             options,
         });
         if writable {

@@ -95,6 +95,7 @@ impl Store {
         max_bytes: Option<usize>,
         mut visit: impl FnMut(&RecordView<'_>),
     ) -> Result<Pulled> {
+        let started = std::time::Instant::now();
         self.check_open()?;
         self.known_topic(topic)?;
         validate_queue_id(queue_id)?;
@@ -193,6 +194,7 @@ impl Store {
             count += 1;
             next += 1;
         }
+        self.inner.metrics.pulled(count, bytes, started.elapsed());
         Ok(Pulled {
             count,
             next_offset: next,

@@ -27,6 +27,7 @@ impl Store {
         queue_id: i32,
         drafts: &[MessageDraft<'_>],
     ) -> Result<Vec<PutResult>> {
+        let started = std::time::Instant::now();
         self.check_writable()?;
         self.validate_written_topic(topic)?;
         validate_queue_id(queue_id)?;
@@ -123,6 +124,10 @@ impl Store {
                 .flush
                 .wait_flushed(end, Duration::from_millis(options.sync_flush_timeout_ms))?;
         }
+        let body_bytes = drafts.iter().map(|draft| draft.body.len()).sum();
+        self.inner
+            .metrics
+            .put(drafts.len(), body_bytes, started.elapsed());
         Ok(results)
     }
 

@@ -81,7 +81,14 @@ impl ObjectClient {
                     .with_connect_timeout(Duration::from_secs(3))
                     .with_timeout(Duration::from_secs(60)),
             );
-        if let Some(url) = &endpoint.endpoint {
+        // The client options above replace what `from_env` read for plain HTTP, so the
+        // endpoint (given, or from the environment) decides it here.
+        let url = endpoint
+            .endpoint
+            .clone()
+            .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
+            .or_else(|| std::env::var("AWS_ENDPOINT").ok());
+        if let Some(url) = &url {
             builder = builder
                 .with_endpoint(url)
                 .with_allow_http(url.starts_with("http://"))
