@@ -9,9 +9,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import grpc
 import pytest
-from rmq.client import BrokerError, Client, ReceivedMessage, SendResult
+from rmq.client import Client, ReceivedMessage, SendResult
 from rmq.cluster.local import LocalBroker
 
 from tests.support.brokers import Brokers
@@ -113,11 +112,7 @@ def test_lookups_by_msg_id_and_key_through_the_broker(produced) -> None:  # type
         found = client.get_by_msg_id(result.msg_id)
         assert (found.queue_id, found.queue_offset) == (result.queue_id, result.queue_offset)
         assert found.body == by_position[(result.queue_id, result.queue_offset)]["body"]
-    try:
-        found_by_key = client.query_by_key(TOPIC, "key-1234")
-    except BrokerError as error:
-        assert error.code is grpc.StatusCode.UNIMPLEMENTED, error
-        pytest.skip(f"the engine has no query_by_key yet: {error}")
+    found_by_key = client.query_by_key(TOPIC, "key-1234")
     assert [m.keys[0] for m in found_by_key] == ["key-1234"]
 
 
