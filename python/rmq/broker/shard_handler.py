@@ -91,6 +91,11 @@ class ShardHandler:
         with self._lock:
             return sorted(self._layouts)
 
+    def layouts(self) -> dict[str, tuple[int, ...]]:
+        """Each topic's layout: the shard directory of each queue."""
+        with self._lock:
+            return dict(self._layouts)
+
     def _layout(self, topic: str) -> tuple[int, ...]:
         check_topic(topic)
         with self._lock:

@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = [
     "rmq.cli.verify",
     "rmq.cli.rebuild",
     "rmq.cli.tier",
+    "rmq.cli.status",
     "rmq.cli.demo",
 ]
 

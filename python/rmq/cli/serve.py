@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rmq.broker.validation import Limits
+from rmq.cluster.metrics import DEFAULT_METRICS_PORT
 from rmq.cluster.tier import TIER_OPTIONS
 
 DEFAULT_DATA_DIR = "rmq-data"
@@ -113,6 +114,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--shard-ports",
         type=_ports,
         help="comma-separated ports of the shard processes (default: PORT+1, PORT+2, ...)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=_non_negative(int),
+        metavar="N",
+        help=f"serve Prometheus metrics on http://METRICS_HOST:N/metrics (default: "
+        f"{DEFAULT_METRICS_PORT}; with --port 0, any free port, written to DATA/serve.json; "
+        "0: no metrics endpoint). One endpoint for the whole broker: the supervisor "
+        "gathers every shard process's metrics on each scrape; see `rmq status`",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address of the metrics endpoint (default: loopback only; it has no token)",
     )
     parser.add_argument(
         "--flush",
@@ -231,6 +246,11 @@ def run(args: argparse.Namespace) -> int:
         max_batch_bytes=args.max_batch_bytes,
         max_body_bytes=int(store_options.get("max_message_size", _DEFAULTS.max_body_bytes)),
     )
+    metrics_port: int | None = args.metrics_port
+    if metrics_port is None:
+        metrics_port = 0 if args.port == 0 else DEFAULT_METRICS_PORT
+    elif metrics_port == 0:
+        metrics_port = None
     config = ServeConfig(
         data_dir=args.data,
         shards=args.shards,
@@ -245,5 +265,7 @@ def run(args: argparse.Namespace) -> int:
         tls_key=args.tls_key,
         tls_server_name=args.tls_server_name,
         log_level=args.log_level.upper(),
+        metrics_port=metrics_port,
+        metrics_host=args.metrics_host,
     )
     return serve(config)

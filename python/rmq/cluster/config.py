@@ -30,3 +30,6 @@ class ServeConfig:
     tls_server_name: str | None = None
     max_workers: int = 64
     log_level: str = "INFO"
+    # The Prometheus endpoint (rmq.cluster.metrics): None serves none, 0 any free port.
+    metrics_port: int | None = None
+    metrics_host: str = LOOPBACK

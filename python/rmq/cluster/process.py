@@ -17,6 +17,7 @@ from typing import IO, Any
 from rmq.cluster.protocol import (
     EXIT_CANNOT_LISTEN,
     FAILED_PREFIX,
+    METRICS_PREFIX,
     READY_PREFIX,
     TOKEN_ENVIRONMENT,
 )
@@ -39,6 +40,7 @@ class ShardSettings:
     tls_key: Path | None = None
     max_workers: int = 64
     log_level: str = "INFO"
+    metrics: bool = True
 
 
 class ShardProcess:
@@ -54,6 +56,8 @@ class ShardProcess:
         self._popen: subprocess.Popen[bytes] | None = None
         self._ready = threading.Event()
         self._bound_port = 0
+        # The loopback port of the process's metrics, once it said it.
+        self.metrics_port: int | None = None
         # Why the process last failed to open its stores, as it said on stdout.
         self.failure: str | None = None
         self._reader: threading.Thread | None = None
@@ -84,6 +88,8 @@ class ShardProcess:
         ]  # fmt: skip
         if s.flush:
             command += ["--flush", s.flush]
+        if not s.metrics:
+            command.append("--no-metrics")
         if s.tls_cert and s.tls_key:
             command += ["--tls-cert", str(s.tls_cert), "--tls-key", str(s.tls_key)]
         return command
@@ -95,6 +101,7 @@ class ShardProcess:
             environment[TOKEN_ENVIRONMENT] = self.settings.token
         self._ready.clear()
         self._bound_port = 0
+        self.metrics_port = None
         self.failure = None
         # Its own session: Ctrl-C reaches the supervisor only, which stops shards in order.
         self._popen = subprocess.Popen(
@@ -123,6 +130,8 @@ class ShardProcess:
             if line.startswith(READY_PREFIX):
                 self._bound_port = int(line.split()[1])
                 self._ready.set()
+            elif line.startswith(METRICS_PREFIX):
+                self.metrics_port = int(line.split()[1])
             elif line.startswith(FAILED_PREFIX):
                 self.failure = line[len(FAILED_PREFIX) :].strip()
         stream.close()

@@ -27,10 +27,12 @@ from rmq.broker.server import Security, build_server
 from rmq.broker.servicer import SHARD_SERVICE, shard_service
 from rmq.broker.shard_handler import ShardHandler, store_host_for
 from rmq.broker.validation import Limits
+from rmq.cluster.metrics import serve_shard_metrics
 from rmq.cluster.ports import address, bind_problem
 from rmq.cluster.protocol import (
     EXIT_CANNOT_LISTEN,
     FAILED_PREFIX,
+    METRICS_PREFIX,
     READY_PREFIX,
     TOKEN_ENVIRONMENT,
 )
@@ -113,6 +115,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tls-key", type=Path)
     parser.add_argument("--max-workers", type=int, default=64)
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--no-metrics", action="store_true", help="serve no metrics")
     return parser.parse_args(argv)
 
 
@@ -181,6 +184,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.close()
         return EXIT_CANNOT_LISTEN
     server.start()
+    metrics_server: Any = None
+    if not args.no_metrics:
+        try:
+            metrics_server, metrics_port = serve_shard_metrics(stores, handler.layouts, options)
+            print(f"{METRICS_PREFIX} {metrics_port}", flush=True)
+        except OSError as error:  # the shard serves without metrics
+            log.warning("cannot serve metrics: %s", error)
     health.set("", health_pb2.HealthCheckResponse.SERVING)
     health.set(SHARD_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     log.info("serving shards %s on %s:%d", shards, args.host, port)
@@ -202,6 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     health.enter_graceful_shutdown()
     handler.close()
     server.stop(grace=5).wait()
+    if metrics_server is not None:
+        metrics_server.shutdown()
+        metrics_server.server_close()
     for shard, store in stores.items():
         try:
             store.close()

@@ -29,6 +29,7 @@ from rmq.broker.server import Security
 from rmq.client.channels import Credentials
 from rmq.cluster.config import ServeConfig
 from rmq.cluster.files import write_json_atomically
+from rmq.cluster.metrics import BrokerMetrics, ShardEndpoint
 from rmq.cluster.ports import Plan, bind_problem
 from rmq.cluster.process import ShardProcess, ShardSettings
 from rmq.cluster.protocol import EXIT_CANNOT_LISTEN
@@ -91,7 +92,9 @@ class Supervisor:
             )
         )
         self._route_service: RouteService | None = None
+        self._metrics: BrokerMetrics | None = None
         self.endpoint = ""
+        self.metrics_url: str | None = None
 
     def processes(self) -> list[ProcessInfo]:
         """Each shard process: where it listens, its shard directories, whether it serves."""
@@ -107,6 +110,19 @@ class Supervisor:
             for slot in self._slots
         ]
 
+    def metrics_endpoints(self) -> list[ShardEndpoint]:
+        """Each shard process as the metrics endpoint sees it (called on each scrape)."""
+        return [
+            ShardEndpoint(
+                process=slot.process.index,
+                shards=slot.process.shards,
+                serving=slot.state is State.SERVING,
+                restarts=max(slot.process.restarts, 0),
+                metrics_port=slot.process.metrics_port,
+            )
+            for slot in list(self._slots)
+        ]
+
     # ---- lifecycle ----
 
     def start(self) -> None:
@@ -120,7 +136,7 @@ class Supervisor:
         self._data_dir.mkdir(parents=True, exist_ok=True)
         self._take_lock()
         # Before any shard process starts: a taken port is named, with what to do about it.
-        problem = self._ports.check()
+        problem = self._ports.check() or self._metrics_port_problem()
         if problem is not None:
             raise StartError(problem)
         (self._data_dir / STATE_FILE).unlink(missing_ok=True)
@@ -145,6 +161,7 @@ class Supervisor:
             tls_key=config.tls_key,
             max_workers=config.max_workers,
             log_level=config.log_level,
+            metrics=config.metrics_port is not None,
         )
         for index, shards in enumerate(processes_for(directories, config.shards)):
             self._slots.append(
@@ -161,7 +178,42 @@ class Supervisor:
                 raise StartError(f"shard processes did not start within {START_TIMEOUT:.0f} s")
             time.sleep(0.05)
         self._start_server()
+        self._start_metrics()
         self._write_state()
+
+    def _metrics_port_problem(self) -> str | None:
+        port = self.config.metrics_port
+        if not port:
+            return None
+        host = self.config.metrics_host
+        taken = [self.config.port, *(self._ports.shard_port(i) for i in range(self.config.shards))]
+        if port in taken and host == self.config.host:
+            return f"--metrics-port {port} is also a port of the broker; choose another"
+        reason = bind_problem(host, port)
+        if reason is None:
+            return None
+        return (
+            f"cannot serve metrics on {host}:{port}: {reason}; choose a free port with "
+            "--metrics-port (0: no metrics endpoint)"
+        )
+
+    def _start_metrics(self) -> None:
+        """Serve the Prometheus endpoint (rmq.cluster.metrics) on ``--metrics-port``."""
+        config = self.config
+        if config.metrics_port is None:
+            return
+        metrics = BrokerMetrics(self.metrics_endpoints)
+        try:
+            self.metrics_url = metrics.start(config.metrics_host, config.metrics_port)
+        except OSError as error:
+            metrics.stop()
+            raise StartError(
+                f"cannot serve metrics on {config.metrics_host}:{config.metrics_port}: "
+                f"{error.strerror or error}; choose a free port with --metrics-port "
+                "(0: no metrics endpoint)"
+            ) from error
+        self._metrics = metrics
+        log.info("metrics on %s", self.metrics_url)
 
     def _take_lock(self) -> None:
         path = self._data_dir / LOCK_FILE
@@ -210,6 +262,7 @@ class Supervisor:
             "endpoint": self.endpoint,
             "pid": os.getpid(),
             "data_dir": str(self._data_dir),
+            "metrics": self.metrics_url,
             "processes": [
                 {
                     "process": info.process,
@@ -304,6 +357,9 @@ class Supervisor:
         """Stop serving routes, then each shard process (SIGTERM, then SIGKILL)."""
         self._stop.set()
         started = self._route_service is not None or any(slot.process.pid for slot in self._slots)
+        if self._metrics is not None:
+            self._metrics.stop()
+            self._metrics = None
         if self._route_service is not None:
             self._route_service.stop()
         for slot in self._slots:

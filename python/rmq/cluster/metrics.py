@@ -1,0 +1,502 @@
+"""Prometheus metrics of a running broker (``rmq serve --metrics-port``).
+
+Each shard process serves its own metrics on an internal loopback port (it prints
+``RMQ-SHARD-METRICS <port>`` on stdout before it says it is ready). On every scrape its
+:class:`ShardCollector` reads the engine (``Store.metrics()``, disk usage, queue and
+consumer offsets, the recovery report, the tier's state): nothing is counted on the hot
+path beyond the engine's own lock-free counters.
+
+The supervisor serves the one endpoint an operator scrapes: :class:`SupervisorCollector`
+(shard process restarts and state) and :class:`ShardsCollector`, which fetches every
+serving shard process's text in parallel, parses it and merges the families, so that
+each metric appears once with a ``shard`` label per shard directory.
+
+Counters that come from ``Store.metrics()`` count since the store was opened: a shard
+process restart resets them, as a process restart resets any Prometheus counter
+(``rate()`` handles that). ``rmq_topic_messages_total`` and the consumer offsets come
+from the queues on disk and survive restarts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+import rmq
+
+log = logging.getLogger(__name__)
+
+DEFAULT_METRICS_PORT = 9081
+# How long the supervisor waits for one shard process's metrics.
+SHARD_SCRAPE_TIMEOUT = 5.0
+# The engine's defaults for the retention thresholds (rmq.Store keywords).
+THRESHOLDS = {
+    "max_used": ("disk_max_used_space_ratio", 0.75),
+    "clean_forcibly": ("disk_space_clean_forcibly_ratio", 0.85),
+    "warning": ("disk_space_warning_level_ratio", 0.9),
+}
+DEFAULT_FILE_RESERVED_MS = 259_200_000
+MICROSECONDS_PER_SECOND = 1e6
+# "topic@group" keys of config/consumerOffset.json (its queue keys may be unquoted).
+_GROUP_KEY = re.compile(r'"([^"@]+)@([^"]+)"\s*:\s*\{')
+
+
+def cumulative_buckets(histogram: Mapping[str, Any], divisor: float) -> list[tuple[str, float]]:
+    """Prometheus buckets (``le`` label, cumulative count) of an engine histogram, whose
+    counts are per bucket with one more than the bounds (the last is above them all),
+    its bounds divided by ``divisor`` (1e6: microseconds to seconds)."""
+    bounds: Sequence[float] = histogram["bounds"]
+    counts: Sequence[int] = histogram["counts"]
+    buckets: list[tuple[str, float]] = []
+    total = 0
+    for bound, count in zip(bounds, counts, strict=False):
+        total += count
+        buckets.append((floatToGoString(bound / divisor), total))  # type: ignore[no-untyped-call]
+    total += sum(counts[len(bounds) :])
+    buckets.append(("+Inf", total))
+    return buckets
+
+
+class _GroupKeys:
+    """The (topic, group) pairs of one store's consumerOffset.json, read again only when
+    the file changed."""
+
+    def __init__(self, store_path: str) -> None:
+        self._path = Path(store_path) / "config" / "consumerOffset.json"
+        self._stamp: tuple[int, int] | None = None
+        self._keys: list[tuple[str, str]] = []
+
+    def read(self) -> list[tuple[str, str]]:
+        try:
+            stat = self._path.stat()
+        except OSError:
+            return []
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if stamp != self._stamp:
+            try:
+                text = self._path.read_text()
+            except OSError:
+                return self._keys
+            self._keys = sorted({(m[1], m[2]) for m in _GROUP_KEY.finditer(text)})
+            self._stamp = stamp
+        return self._keys
+
+
+class ShardCollector(Collector):
+    """The metrics of one shard process's stores, read from the engine on each scrape."""
+
+    def __init__(
+        self,
+        stores: Mapping[int, rmq.Store],
+        layouts: Callable[[], Mapping[str, Sequence[int]]],
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._stores = dict(stores)
+        self._layouts = layouts
+        self._options = dict(options or {})
+        self._groups = {shard: _GroupKeys(store.path) for shard, store in self._stores.items()}
+        self._lock = threading.Lock()  # one scrape at a time (the group-key caches)
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # no collect() at registration
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            yield from self._collect()
+
+    def _collect(self) -> Iterator[Metric]:
+        shard_label = ["shard"]
+        counters = {
+            "messages_put": CounterMetricFamily(
+                "rmq_messages_in", "Messages stored since the shard opened", labels=shard_label
+            ),
+            "body_bytes_put": CounterMetricFamily(
+                "rmq_bytes_in", "Body bytes stored since the shard opened", labels=shard_label
+            ),
+            "messages_read": CounterMetricFamily(
+                "rmq_messages_out", "Messages read since the shard opened", labels=shard_label
+            ),
+            "body_bytes_read": CounterMetricFamily(
+                "rmq_bytes_out", "Body bytes read since the shard opened", labels=shard_label
+            ),
+        }
+        histograms = {
+            "put_latency_us": (
+                HistogramMetricFamily(
+                    "rmq_put_latency_seconds",
+                    "Time of one store put (a send's batch), in the engine",
+                    labels=shard_label,
+                ),
+                MICROSECONDS_PER_SECOND,
+            ),
+            "pull_latency_us": (
+                HistogramMetricFamily(
+                    "rmq_pull_latency_seconds",
+                    "Time of one store read (a pull), in the engine",
+                    labels=shard_label,
+                ),
+                MICROSECONDS_PER_SECOND,
+            ),
+            "flush_latency_us": (
+                HistogramMetricFamily(
+                    "rmq_flush_latency_seconds",
+                    "Time of one commit-log flush to disk",
+                    labels=shard_label,
+                ),
+                MICROSECONDS_PER_SECOND,
+            ),
+            "flush_bytes": (
+                HistogramMetricFamily(
+                    "rmq_flush_size_bytes",
+                    "Bytes made durable by one flush (the group-commit size)",
+                    labels=shard_label,
+                ),
+                1.0,
+            ),
+        }
+
+        def gauge(name: str, documentation: str, labels: Sequence[str] = ("shard",)) -> Any:
+            return GaugeMetricFamily(name, documentation, labels=list(labels))
+
+        log_min = gauge("rmq_commitlog_min_offset_bytes", "First commit-log offset still kept")
+        log_max = gauge("rmq_commitlog_max_offset_bytes", "Commit-log offset of the next record")
+        log_size = gauge(
+            "rmq_commitlog_size_bytes", "Commit-log bytes kept (max offset - min offset)"
+        )
+        unflushed = gauge("rmq_unflushed_bytes", "Commit-log bytes written but not yet flushed")
+        dispatch_lag = gauge(
+            "rmq_dispatch_lag_bytes",
+            "Commit-log bytes not yet dispatched to the consume queues and the index",
+        )
+        disk_ratio = gauge("rmq_disk_used_ratio", "Used fraction of the store's filesystem")
+        disk_used = gauge("rmq_disk_used_bytes", "Used bytes of the store's filesystem")
+        disk_total = gauge("rmq_disk_total_bytes", "Size of the store's filesystem")
+        thresholds = gauge(
+            "rmq_disk_threshold_ratio",
+            "Retention thresholds of disk usage: max_used (delete expired segments early), "
+            "clean_forcibly (delete the oldest), warning (refuse writes)",
+            ("shard", "threshold"),
+        )
+        reserved = gauge(
+            "rmq_retention_reserved_seconds", "How long segments are kept (file_reserved_time)"
+        )
+        recovery_duration = gauge(
+            "rmq_recovery_duration_seconds", "Time the last open spent recovering"
+        )
+        recovery_scanned = gauge(
+            "rmq_recovery_records_scanned", "Records the last open's recovery scanned"
+        )
+        recovery_redispatched = gauge(
+            "rmq_recovery_records_redispatched",
+            "Records the last open's recovery dispatched again to the consume queues",
+        )
+        recovery_truncated = gauge(
+            "rmq_recovery_bytes_truncated", "Bytes of a torn tail the last open's recovery cut"
+        )
+        recovery_abnormal = gauge(
+            "rmq_recovery_abnormal", "1 when the last open found no clean shutdown"
+        )
+        topic_messages = CounterMetricFamily(
+            "rmq_topic_messages",
+            "Messages ever stored in the topic's queues of this shard (sum of queue max offsets)",
+            labels=["shard", "topic"],
+        )
+        queue_labels = ("shard", "topic", "queue", "group")
+        lag = gauge(
+            "rmq_consumer_lag_messages",
+            "Messages of a queue after the group's committed offset",
+            queue_labels,
+        )
+        committed = gauge(
+            "rmq_consumer_committed_offset", "The group's committed offset of a queue", queue_labels
+        )
+        tier_families: list[Metric] = []
+        tier_pending = gauge(
+            "rmq_tier_pending_bytes", "Sealed commit-log bytes waiting for upload to the tier"
+        )
+        tier_segments = gauge(
+            "rmq_tier_segments",
+            "Commit-log segments by tier state (active, pending, uploaded, evicted)",
+            ("shard", "state"),
+        )
+        tier_uploaded = CounterMetricFamily(
+            "rmq_tier_uploaded_bytes", "Bytes uploaded to the tier since open", labels=shard_label
+        )
+        tier_failing = gauge("rmq_tier_upload_failing", "1 while uploads to the tier fail")
+
+        layouts = self._layouts()
+        for shard, store in sorted(self._stores.items()):
+            label = str(shard)
+            try:
+                engine = store.metrics()
+            except Exception as error:  # a closed store: skip it, keep the scrape
+                log.warning("no metrics for shard %d: %s", shard, error)
+                continue
+            for key, family in counters.items():
+                family.add_metric([label], engine[key])
+            for key, (histogram, divisor) in histograms.items():
+                data = engine[key]
+                histogram.add_metric(
+                    [label], cumulative_buckets(data, divisor), sum_value=data["sum"] / divisor
+                )
+            low, high = engine["commitlog_min_offset"], engine["commitlog_max_offset"]
+            log_min.add_metric([label], low)
+            log_max.add_metric([label], high)
+            log_size.add_metric([label], high - low)
+            unflushed.add_metric([label], max(high - engine["flushed_offset"], 0))
+            dispatch_lag.add_metric([label], engine["dispatch_lag_bytes"])
+            try:
+                usage = store.disk_usage()
+                disk_ratio.add_metric([label], usage.ratio)
+                disk_used.add_metric([label], usage.used_bytes)
+                disk_total.add_metric([label], usage.total_bytes)
+            except Exception as error:
+                log.warning("no disk usage for shard %d: %s", shard, error)
+            for threshold, (option, default) in THRESHOLDS.items():
+                thresholds.add_metric([label, threshold], float(self._options.get(option, default)))
+            reserved.add_metric(
+                [label],
+                float(self._options.get("file_reserved_time_ms", DEFAULT_FILE_RESERVED_MS)) / 1000,
+            )
+            report = store.recovery_report
+            recovery_duration.add_metric([label], report.duration_ms / 1000)
+            recovery_scanned.add_metric([label], report.records_scanned)
+            recovery_redispatched.add_metric([label], report.records_redispatched)
+            recovery_truncated.add_metric([label], report.bytes_truncated)
+            recovery_abnormal.add_metric([label], 1.0 if report.mode == "abnormal" else 0.0)
+            self._queues(shard, store, layouts, topic_messages, lag, committed)
+            tier = store.tier_status()
+            if tier is not None:
+                self._tier(label, tier, tier_pending, tier_segments, tier_uploaded, tier_failing)
+                tier_families = [tier_pending, tier_segments, tier_uploaded, tier_failing]
+        yield from counters.values()
+        yield from (histogram for histogram, _ in histograms.values())
+        yield from (log_min, log_max, log_size, unflushed, dispatch_lag)
+        yield from (disk_ratio, disk_used, disk_total, thresholds, reserved)
+        yield from (recovery_duration, recovery_scanned, recovery_redispatched)
+        yield from (recovery_truncated, recovery_abnormal)
+        yield from (topic_messages, lag, committed)
+        yield from tier_families
+
+    def _queues(
+        self,
+        shard: int,
+        store: rmq.Store,
+        layouts: Mapping[str, Sequence[int]],
+        topic_messages: CounterMetricFamily,
+        lag: GaugeMetricFamily,
+        committed: GaugeMetricFamily,
+    ) -> None:
+        label = str(shard)
+        ends: dict[str, dict[int, int]] = {}
+        for topic, layout in sorted(layouts.items()):
+            queues = [queue for queue, owner in enumerate(layout) if owner == shard]
+            if not queues:
+                continue
+            try:
+                ends[topic] = {queue: store.max_offset(topic, queue) for queue in queues}
+            except Exception:  # dropped meanwhile
+                continue
+            topic_messages.add_metric([label, topic], sum(ends[topic].values()))
+        for topic, group in self._groups[shard].read():
+            for queue, end in ends.get(topic, {}).items():
+                try:
+                    offset = store.committed_offset(group, topic, queue)
+                except Exception:
+                    continue
+                if offset is None:
+                    continue
+                values = [label, topic, str(queue), group]
+                lag.add_metric(values, max(end - offset, 0))
+                committed.add_metric(values, offset)
+
+    @staticmethod
+    def _tier(
+        label: str,
+        tier: Mapping[str, Any],
+        pending: GaugeMetricFamily,
+        segments: GaugeMetricFamily,
+        uploaded: CounterMetricFamily,
+        failing: GaugeMetricFamily,
+    ) -> None:
+        states = dict.fromkeys(("active", "pending", "uploaded", "evicted"), 0)
+        pending_bytes = 0
+        for segment in tier.get("segments", []):
+            state = str(segment.get("state"))
+            states[state] = states.get(state, 0) + 1
+            if state == "pending":
+                pending_bytes += int(segment.get("size", 0))
+        pending.add_metric([label], pending_bytes)
+        for state, count in states.items():
+            segments.add_metric([label, state], count)
+        upload = tier.get("upload", {}) or {}
+        uploaded.add_metric([label], int(upload.get("uploaded_bytes", 0)))
+        failing.add_metric([label], 1.0 if upload.get("failing") else 0.0)
+
+
+def serve_shard_metrics(
+    stores: Mapping[int, rmq.Store],
+    layouts: Callable[[], Mapping[str, Sequence[int]]],
+    options: Mapping[str, Any],
+    host: str = "127.0.0.1",
+) -> tuple[Any, int]:
+    """Serve a shard process's metrics on a free loopback port: (server, port)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ShardCollector(stores, layouts, options))
+    server, _ = start_http_server(0, addr=host, registry=registry)
+    return server, int(server.server_port)
+
+
+# ---- the supervisor's side ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShardEndpoint:
+    """A shard process as the supervisor's metrics see it."""
+
+    process: int
+    shards: tuple[int, ...]
+    serving: bool
+    restarts: int
+    metrics_port: int | None
+
+
+class SupervisorCollector(Collector):
+    """What only the supervisor knows: shard process restarts and state."""
+
+    def __init__(self, processes: Callable[[], Sequence[ShardEndpoint]]) -> None:
+        self._processes = processes
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        restarts = CounterMetricFamily(
+            "rmq_shard_restarts",
+            "Times the supervisor restarted the shard process",
+            labels=["process"],
+        )
+        up = GaugeMetricFamily(
+            "rmq_shard_up", "1 while the shard process serves", labels=["process"]
+        )
+        placement = GaugeMetricFamily(
+            "rmq_shard_process",
+            "1 for each shard directory and the process serving it",
+            labels=["shard", "process"],
+        )
+        for info in self._processes():
+            process = str(info.process)
+            restarts.add_metric([process], info.restarts)
+            up.add_metric([process], 1.0 if info.serving else 0.0)
+            for shard in info.shards:
+                placement.add_metric([str(shard), process], 1.0)
+        yield from (restarts, up, placement)
+
+
+class ShardsCollector(Collector):
+    """The shard processes' metrics, fetched on each scrape and merged by family."""
+
+    def __init__(
+        self,
+        processes: Callable[[], Sequence[ShardEndpoint]],
+        timeout: float = SHARD_SCRAPE_TIMEOUT,
+    ) -> None:
+        self._processes = processes
+        self._timeout = timeout
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="shard-scrape")
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def _fetch(self, port: int) -> str:
+        url = f"http://127.0.0.1:{port}/metrics"
+        with urllib.request.urlopen(url, timeout=self._timeout) as response:
+            text: bytes = response.read()
+        return text.decode()
+
+    def collect(self) -> Iterator[Metric]:
+        processes = [p for p in self._processes() if p.serving and p.metrics_port]
+        futures = {
+            p.process: self._pool.submit(self._fetch, p.metrics_port or 0) for p in processes
+        }
+        scraped = GaugeMetricFamily(
+            "rmq_shard_metrics_up",
+            "1 when the supervisor read the shard process's metrics in this scrape",
+            labels=["process"],
+        )
+        merged: dict[str, Metric] = {}
+        for process, future in sorted(futures.items()):
+            try:
+                families = list(text_string_to_metric_families(future.result()))
+            except Exception as error:
+                log.warning("cannot read the metrics of shard process %d: %s", process, error)
+                scraped.add_metric([str(process)], 0.0)
+                continue
+            scraped.add_metric([str(process)], 1.0)
+            for family in families:
+                into = merged.get(family.name)
+                if into is None:
+                    merged[family.name] = family
+                else:
+                    into.samples.extend(family.samples)
+        yield scraped
+        yield from merged.values()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class BrokerMetrics:
+    """The supervisor's metrics endpoint: its own metrics and the shards', on one port."""
+
+    def __init__(self, processes: Callable[[], Sequence[ShardEndpoint]]) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self._shards = ShardsCollector(processes)
+        self.registry.register(SupervisorCollector(processes))
+        self.registry.register(self._shards)
+        self._server: Any = None
+        self.url = ""
+
+    def start(self, host: str, port: int) -> str:
+        """Listen on ``host:port`` (0: any free port); returns the scrape URL."""
+        self._server, _ = start_http_server(port, addr=host, registry=self.registry)
+        bound = int(self._server.server_port)
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{bound}/metrics"
+        return self.url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        self._shards.close()
+
+
+def parse_state_metrics(text: str) -> str | None:
+    """The metrics URL in the text of a broker's serve.json, if it has one."""
+    try:
+        state = json.loads(text)
+    except ValueError:
+        return None
+    url = state.get("metrics") if isinstance(state, dict) else None
+    return url if isinstance(url, str) and url else None
