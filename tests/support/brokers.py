@@ -25,14 +25,19 @@ class Brokers:
         self._clients: list[Client] = []
 
     def start(
-        self, shards: int = 1, args: Sequence[str] = (), data: Path | None = None
+        self,
+        shards: int = 1,
+        args: Sequence[str] = (),
+        data: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> LocalBroker:
         """A serving broker with ``shards`` shard processes and the extra ``rmq serve``
-        ``args``, on ``data`` (default: ``data`` in the directory, then ``data-2``, ...)."""
+        ``args``, on ``data`` (default: ``data`` in the directory, then ``data-2``, ...),
+        with the environment ``env`` (default: this process's)."""
         if data is None:
             count = len(self._brokers)
             data = self.directory / ("data" if count == 0 else f"data-{count + 1}")
-        broker = LocalBroker(data, shards=shards, args=args)
+        broker = LocalBroker(data, shards=shards, args=args, env=env)
         self._brokers.append(broker)  # before it starts: stopped even if starting fails
         return broker.start()
 
