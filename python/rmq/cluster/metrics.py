@@ -8,8 +8,10 @@ path beyond the engine's own lock-free counters.
 
 The supervisor serves the one endpoint an operator scrapes: :class:`SupervisorCollector`
 (shard process restarts and state) and :class:`ShardsCollector`, which fetches every
-serving shard process's text in parallel, parses it and merges the families, so that
-each metric appears once with a ``shard`` label per shard directory.
+serving shard process's families in parallel (as JSON from ``/families``: parsing
+Prometheus text back would cost the supervisor 15 times as much) and merges them, so
+that each metric appears once with a ``shard`` label per shard directory. A shard
+process's ``/metrics`` serves the same as Prometheus text, to look at by hand.
 
 Counters that come from ``Store.metrics()`` count since the store was opened: a shard
 process restart resets them, as a process restart resets any Prometheus counter
@@ -27,18 +29,24 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    generate_latest,
+    start_http_server,
+)
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
 )
-from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 import rmq
@@ -353,16 +361,75 @@ class ShardCollector(Collector):
         failing.add_metric([label], 1.0 if upload.get("failing") else 0.0)
 
 
+def families_json(registry: CollectorRegistry) -> bytes:
+    """The registry's families as JSON, for the supervisor: parsing Prometheus text back
+    costs the supervisor some 30 us a sample; JSON, 2 us."""
+    return json.dumps(
+        [
+            [
+                family.name,
+                family.documentation,
+                family.type,
+                family.unit,
+                [[sample.name, sample.labels, sample.value] for sample in family.samples],
+            ]
+            for family in registry.collect()
+        ]
+    ).encode()
+
+
+def families_from_json(text: str | bytes) -> list[Metric]:
+    families: list[Metric] = []
+    for name, documentation, kind, unit, samples in json.loads(text):
+        family = Metric(name, documentation, kind, unit)
+        family.samples = [Sample(n, labels, value) for n, labels, value in samples]
+        families.append(family)
+    return families
+
+
+class _ShardMetricsHandler(BaseHTTPRequestHandler):
+    """``/metrics``: Prometheus text (to look at one shard process by hand);
+    ``/families``: JSON for the supervisor."""
+
+    registry: CollectorRegistry
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        try:
+            if path == "/families":
+                body, kind = families_json(self.registry), "application/json"
+            elif path == "/metrics":
+                body, kind = generate_latest(self.registry), CONTENT_TYPE_LATEST
+            else:
+                self.send_error(404)
+                return
+        except Exception as error:
+            log.warning("cannot collect metrics: %s", error)
+            self.send_error(500, str(error))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the shard's log is for the broker, not for each scrape
+
+
 def serve_shard_metrics(
     stores: Mapping[int, rmq.Store],
     layouts: Callable[[], Mapping[str, Sequence[int]]],
     options: Mapping[str, Any],
     host: str = "127.0.0.1",
-) -> tuple[Any, int]:
+) -> tuple[ThreadingHTTPServer, int]:
     """Serve a shard process's metrics on a free loopback port: (server, port)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ShardCollector(stores, layouts, options))
-    server, _ = start_http_server(0, addr=host, registry=registry)
+    handler = type("ShardMetricsHandler", (_ShardMetricsHandler,), {"registry": registry})
+    server = ThreadingHTTPServer((host, 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return server, int(server.server_port)
 
 
@@ -427,11 +494,10 @@ class ShardsCollector(Collector):
     def describe(self) -> Iterable[Metric]:
         return []
 
-    def _fetch(self, port: int) -> str:
-        url = f"http://127.0.0.1:{port}/metrics"
+    def _fetch(self, port: int) -> list[Metric]:
+        url = f"http://127.0.0.1:{port}/families"
         with urllib.request.urlopen(url, timeout=self._timeout) as response:
-            text: bytes = response.read()
-        return text.decode()
+            return families_from_json(response.read())
 
     def collect(self) -> Iterator[Metric]:
         processes = [p for p in self._processes() if p.serving and p.metrics_port]
@@ -446,7 +512,7 @@ class ShardsCollector(Collector):
         merged: dict[str, Metric] = {}
         for process, future in sorted(futures.items()):
             try:
-                families = list(text_string_to_metric_families(future.result()))
+                families = future.result()
             except Exception as error:
                 log.warning("cannot read the metrics of shard process %d: %s", process, error)
                 scraped.add_metric([str(process)], 0.0)
