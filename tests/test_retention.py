@@ -271,3 +271,17 @@ def test_a_reopened_or_read_only_store_starts_its_queues_where_retention_left_th
             reopened.get("T", 0, first - 1, 1)
         assert raised.value.min_offset == first
         reopened.close()
+
+
+def test_retention_runs_and_deleted_segments_are_counted(tmp_path: Path) -> None:
+    store = rmq.Store(
+        str(tmp_path / "s"), commitlog_segment_size=64 * 1024, file_reserved_time_ms=0
+    )
+    for _ in range(3000):
+        store.put("T", b"x" * 200, queue_id=0)
+    reports = [store.run_retention(), store.run_retention()]
+    metrics = store.metrics()
+    assert metrics["retention_runs"] == 2
+    assert metrics["segments_deleted"] == sum(len(r.deleted) for r in reports) > 0
+    assert metrics["segments_evicted"] == 0
+    store.close()

@@ -632,6 +632,8 @@ class Store:
     def metrics(self) -> dict[str, Any]:
         """Counters since the store was opened (relaxed atomics bumped once per call):
         ``messages_put``, ``body_bytes_put``, ``messages_read``, ``body_bytes_read``;
+        ``retention_runs``, ``segments_deleted`` and ``segments_evicted`` (local copies
+        of uploaded segments);
         histograms ``put_latency_us``, ``pull_latency_us``, ``flush_latency_us`` and
         ``flush_bytes`` (bytes per flush: the group-commit size), each a dict of
         ``bounds`` (upper bounds), ``counts`` (per bucket, not cumulative, one more than

@@ -24,6 +24,9 @@ impl PyStore {
         dict.set_item("body_bytes_put", m.body_bytes_put)?;
         dict.set_item("messages_read", m.messages_read)?;
         dict.set_item("body_bytes_read", m.body_bytes_read)?;
+        dict.set_item("retention_runs", m.retention_runs)?;
+        dict.set_item("segments_deleted", m.segments_deleted)?;
+        dict.set_item("segments_evicted", m.segments_evicted)?;
         dict.set_item("put_latency_us", histogram(py, &m.put_latency_us)?)?;
         dict.set_item("pull_latency_us", histogram(py, &m.pull_latency_us)?)?;
         dict.set_item("flush_latency_us", histogram(py, &m.flush_latency_us)?)?;

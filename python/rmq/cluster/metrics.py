@@ -146,6 +146,19 @@ class ShardCollector(Collector):
             "body_bytes_read": CounterMetricFamily(
                 "rmq_bytes_out", "Body bytes read since the shard opened", labels=shard_label
             ),
+            "retention_runs": CounterMetricFamily(
+                "rmq_retention_runs", "Retention runs since the shard opened", labels=shard_label
+            ),
+            "segments_deleted": CounterMetricFamily(
+                "rmq_retention_deleted_segments",
+                "Commit-log segments retention deleted from the store",
+                labels=shard_label,
+            ),
+            "segments_evicted": CounterMetricFamily(
+                "rmq_retention_evicted_segments",
+                "Local copies of uploaded segments retention deleted (the tier keeps them)",
+                labels=shard_label,
+            ),
         }
         histograms = {
             "put_latency_us": (

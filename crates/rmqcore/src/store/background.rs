@@ -144,9 +144,16 @@ impl StoreInner {
     }
 
     pub(super) fn run_retention(&self, now_ms: i64, requested: bool) -> Result<RetentionReport> {
-        if self.tier.is_some() {
-            return self.run_tier_retention(now_ms);
-        }
+        let report = if self.tier.is_some() {
+            self.run_tier_retention(now_ms)?
+        } else {
+            self.run_local_retention(now_ms, requested)?
+        };
+        self.metrics.retention_ran(&report);
+        Ok(report)
+    }
+
+    fn run_local_retention(&self, now_ms: i64, requested: bool) -> Result<RetentionReport> {
         let _one_run = self.retention_lock.lock().expect("retention lock");
         let options = &self.options.retention;
         let usage = self.disk.usage()?;

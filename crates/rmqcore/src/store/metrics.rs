@@ -74,6 +74,11 @@ pub struct StoreMetrics {
     pub body_bytes_put: AtomicU64,
     pub messages_read: AtomicU64,
     pub body_bytes_read: AtomicU64,
+    /// Retention runs, and the segments they deleted (from the store) or evicted (the
+    /// local copy of an uploaded segment).
+    pub retention_runs: AtomicU64,
+    pub segments_deleted: AtomicU64,
+    pub segments_evicted: AtomicU64,
     pub put_latency_us: Histogram<14>,
     pub pull_latency_us: Histogram<14>,
     pub flush_latency_us: Histogram<14>,
@@ -87,6 +92,9 @@ impl Default for StoreMetrics {
             body_bytes_put: AtomicU64::new(0),
             messages_read: AtomicU64::new(0),
             body_bytes_read: AtomicU64::new(0),
+            retention_runs: AtomicU64::new(0),
+            segments_deleted: AtomicU64::new(0),
+            segments_evicted: AtomicU64::new(0),
             put_latency_us: Histogram::new(&LATENCY_BOUNDS_US),
             pull_latency_us: Histogram::new(&LATENCY_BOUNDS_US),
             flush_latency_us: Histogram::new(&LATENCY_BOUNDS_US),
@@ -112,6 +120,14 @@ impl StoreMetrics {
         self.pull_latency_us.observe(took.as_micros() as u64);
     }
 
+    pub(super) fn retention_ran(&self, report: &crate::retention::RetentionReport) {
+        self.retention_runs.fetch_add(1, Ordering::Relaxed);
+        self.segments_deleted
+            .fetch_add(report.deleted.len() as u64, Ordering::Relaxed);
+        self.segments_evicted
+            .fetch_add(report.evicted.len() as u64, Ordering::Relaxed);
+    }
+
     pub(super) fn flushed(&self, bytes: u64, took: Duration) {
         self.flush_bytes.observe(bytes);
         self.flush_latency_us.observe(took.as_micros() as u64);
@@ -125,6 +141,9 @@ pub struct MetricsSnapshot {
     pub body_bytes_put: u64,
     pub messages_read: u64,
     pub body_bytes_read: u64,
+    pub retention_runs: u64,
+    pub segments_deleted: u64,
+    pub segments_evicted: u64,
     pub put_latency_us: HistogramSnapshot,
     pub pull_latency_us: HistogramSnapshot,
     pub flush_latency_us: HistogramSnapshot,
@@ -147,6 +166,9 @@ impl Store {
             body_bytes_put: metrics.body_bytes_put.load(Ordering::Relaxed),
             messages_read: metrics.messages_read.load(Ordering::Relaxed),
             body_bytes_read: metrics.body_bytes_read.load(Ordering::Relaxed),
+            retention_runs: metrics.retention_runs.load(Ordering::Relaxed),
+            segments_deleted: metrics.segments_deleted.load(Ordering::Relaxed),
+            segments_evicted: metrics.segments_evicted.load(Ordering::Relaxed),
             put_latency_us: metrics.put_latency_us.snapshot(),
             pull_latency_us: metrics.pull_latency_us.snapshot(),
             flush_latency_us: metrics.flush_latency_us.snapshot(),

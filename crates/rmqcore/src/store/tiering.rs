@@ -171,7 +171,7 @@ impl StoreInner {
                     .is_ok()
             {
                 // Failures show in the status and the next explicit run's report.
-                let _ = self.run_tier_retention(now_millis());
+                let _ = self.run_retention(now_millis(), false);
             }
         }
     }
