@@ -23,7 +23,7 @@ import pytest
 from rmq.cli.status import Snapshot, parse, quantile
 from rmq.client import Client
 from rmq.cluster.local import LocalBroker
-from rmq.cluster.metrics import cumulative_buckets
+from rmq.cluster.shard_metrics import cumulative_buckets
 
 from tests.support.brokers import Brokers
 from tests.support.cli import rmq_cli
