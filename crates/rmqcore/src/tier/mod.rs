@@ -10,6 +10,7 @@
 pub mod location;
 pub mod object_client;
 pub mod reader;
+mod remote_index;
 pub mod remote_log;
 pub mod state;
 pub mod uploader;

@@ -2,8 +2,9 @@
 //! engine's threads are plain threads, so the client keeps a small runtime of its own and
 //! blocks on it.
 //!
-//! Integrity: every upload carries a SHA-256 the server checks before it stores the
-//! object, and the whole file's CRC32 as object metadata (`x-amz-meta-rmq-crc32`), so that
+//! Integrity: every request is signed with SigV4 over the payload's SHA-256, which the
+//! server checks before it stores the bytes, and an upload carries the whole file's CRC32
+//! as object metadata (`x-amz-meta-rmq-crc32`), so that
 //! a later reader and a restarted uploader can tell the object is the file.
 
 use std::ops::Range;
@@ -68,7 +69,6 @@ impl ObjectClient {
     ) -> Result<Self> {
         let mut builder = AmazonS3Builder::from_env()
             .with_bucket_name(&location.bucket)
-            .with_checksum_algorithm(object_store::aws::Checksum::SHA256)
             // The uploader retries on its own schedule and reports why it waits; one
             // quick retry here rides out a dropped connection.
             .with_retry(RetryConfig {

@@ -15,17 +15,13 @@ use bytes::Bytes;
 
 use super::object_client::ObjectClient;
 use super::state::{TierState, TieredSegment};
-use crate::big_endian::{read_i32, read_i64};
 use crate::error::{Error, Result};
-use crate::index::compacted::{
-    CompactedEntry, CompactedHeader, ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE,
-};
 
 /// Bytes per ranged GET: large enough that a sequential consumer pays one request per
 /// thousands of small messages, small enough that one old message costs little.
 pub const BLOCK_SIZE: u64 = 2 << 20;
 
-/// Blocks fetched ahead of a sequential reader (one that read the block before too),
+/// Blocks fetched ahead of a sequential reader (one moving on from the block before),
 /// beyond the one it asked for: the bucket answers while the reader decodes. Lookups
 /// of single messages read no more than their block.
 const READ_AHEAD_BLOCKS: u64 = 3;
@@ -37,6 +33,9 @@ struct BlockCache {
     blocks: HashMap<(u64, u64), Bytes>,
     order: VecDeque<(u64, u64)>,
     in_flight: HashSet<(u64, u64)>,
+    /// The block each segment's reader asked for last: a reader moving to the next one
+    /// is sequential and gets read-ahead; lookups jumping around do not.
+    last_read: HashMap<u64, u64>,
 }
 
 /// The cache, and the signal that a fetch in flight ended.
@@ -63,7 +62,14 @@ impl BlockCache {
         self.order.push_back(key);
     }
 
+    /// Note a read of `key`; true when it is the block after the segment's last one.
+    fn moves_on(&mut self, (segment, index): (u64, u64)) -> bool {
+        let previous = self.last_read.insert(segment, index);
+        index > 0 && previous == Some(index - 1)
+    }
+
     fn forget_segment(&mut self, start_offset: u64) {
+        self.last_read.remove(&start_offset);
         self.blocks.retain(|(start, _), _| *start != start_offset);
         self.order.retain(|(start, _)| *start != start_offset);
     }
@@ -71,9 +77,9 @@ impl BlockCache {
 
 #[derive(Debug)]
 pub struct RemoteLog {
-    client: Arc<ObjectClient>,
+    pub(super) client: Arc<ObjectClient>,
     root: PathBuf,
-    state: RwLock<TierState>,
+    pub(super) state: RwLock<TierState>,
     cache: SharedCache,
     reads: Arc<ReadCounters>,
 }
@@ -102,7 +108,7 @@ impl RemoteLog {
         }
     }
 
-    fn counted_get(
+    pub(super) fn counted_get(
         &self,
         object: &object_store::path::Path,
         range: std::ops::Range<u64>,
@@ -126,6 +132,7 @@ impl RemoteLog {
                     blocks: HashMap::new(),
                     order: VecDeque::new(),
                     in_flight: HashSet::new(),
+                    last_read: HashMap::new(),
                 }),
                 Condvar::new(),
             )),
@@ -241,7 +248,7 @@ impl RemoteLog {
             loop {
                 if let Some(block) = cache.get(key) {
                     self.reads.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    let sequential = index > 0 && cache.blocks.contains_key(&(key.0, index - 1));
+                    let sequential = cache.moves_on(key);
                     drop(cache);
                     if sequential {
                         self.read_ahead(segment, index);
@@ -253,7 +260,7 @@ impl RemoteLog {
                 }
                 cache = fetched.wait(cache).expect("block cache lock");
             }
-            sequential = index > 0 && cache.blocks.contains_key(&(key.0, index - 1));
+            sequential = cache.moves_on(key);
             cache.in_flight.insert(key);
         }
         let start = index * BLOCK_SIZE;
@@ -325,81 +332,6 @@ impl RemoteLog {
                     fetched.notify_all();
                 });
         }
-    }
-}
-
-impl crate::index::remote::RemoteIndex for RemoteLog {
-    fn remote_files(&self) -> Vec<(String, CompactedHeader)> {
-        let state = self.state.read().expect("tier state lock");
-        state
-            .index_files
-            .iter()
-            .rev()
-            .filter(|(_, file)| !file.local)
-            .map(|(name, file)| {
-                let header = CompactedHeader {
-                    begin_timestamp: file.begin_timestamp,
-                    end_timestamp: file.end_timestamp,
-                    begin_phy_offset: file.begin_phy_offset,
-                    end_phy_offset: file.end_phy_offset,
-                    slot_count: file.slot_count,
-                    entry_count: file.entry_count,
-                    ..CompactedHeader::default()
-                };
-                (name.clone(), header)
-            })
-            .collect()
-    }
-
-    /// Two range reads: the slot (8 bytes), then its run (16 bytes per entry).
-    fn remote_run(
-        &self,
-        name: &str,
-        header: &CompactedHeader,
-        key_hash: i32,
-    ) -> Result<Vec<CompactedEntry>> {
-        let object = self.client.location().index_file(name);
-        let describe = || PathBuf::from(self.client.location().describe(&object));
-        let slot = key_hash.unsigned_abs() % header.slot_count.max(1);
-        let slot_at = (HEADER_SIZE + slot as usize * SLOT_SIZE) as u64;
-        let slot_bytes = self.counted_get(&object, slot_at..slot_at + SLOT_SIZE as u64)?;
-        if slot_bytes.len() != SLOT_SIZE {
-            return Err(Error::corrupt(
-                describe(),
-                slot_at,
-                "the object is shorter than uploaded",
-            ));
-        }
-        let start = read_i32(&slot_bytes, 0);
-        let length = read_i32(&slot_bytes, 4);
-        if start < 0 || length < 0 || start as u64 + length as u64 > u64::from(header.entry_count) {
-            return Err(Error::corrupt(
-                describe(),
-                slot_at,
-                format!("slot {slot} points at entries {start}+{length}, outside the file"),
-            ));
-        }
-        if length == 0 {
-            return Ok(Vec::new());
-        }
-        let from = (header.entries_at() + start as usize * ENTRY_SIZE) as u64;
-        let to = from + length as u64 * ENTRY_SIZE as u64;
-        let run = self.counted_get(&object, from..to)?;
-        if run.len() as u64 != to - from {
-            return Err(Error::corrupt(
-                describe(),
-                from,
-                "the object is shorter than uploaded",
-            ));
-        }
-        Ok(run
-            .chunks_exact(ENTRY_SIZE)
-            .map(|entry| CompactedEntry {
-                key_hash: read_i32(entry, 0),
-                time_diff: read_i32(entry, 4),
-                commitlog_offset: read_i64(entry, 8),
-            })
-            .collect())
     }
 }
 
