@@ -88,7 +88,8 @@ pub(super) fn open_tier(
     };
     let client = ObjectClient::new(location.clone(), &endpoint, options.parts_in_flight)?;
     let reachable = client.check();
-    let mut state = TierState::load(root)?;
+    let stored = TierState::load(root)?;
+    let mut state = stored.clone();
     if !state.url.is_empty() && state.url != location.url() {
         return Err(Error::invalid(
             "tier_url",
@@ -115,7 +116,7 @@ pub(super) fn open_tier(
             file.local = false;
         }
     }
-    if writable && TierState::load(root)? != state {
+    if writable && stored != state {
         // Recorded at once, so the store reopens with its tier even before an upload.
         state.persist(root)?;
     }

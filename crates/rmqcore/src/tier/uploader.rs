@@ -142,12 +142,11 @@ impl Uploader {
     }
 
     fn upload_index_file(&self, name: &str, file: &CompactedIndexFile) -> Result<TieredIndexFile> {
-        let client = self.remote.client();
-        let object = client.location().index_file(name);
+        let object = self.remote.client().location().index_file(name);
         let bytes = file.bytes();
-        let crc32 = crc32fast::hash(bytes);
         let header = file.header();
-        let tiered = TieredIndexFile {
+        let crc32 = self.upload_confirmed(&object, bytes, None)?;
+        Ok(TieredIndexFile {
             size: bytes.len() as u64,
             crc32,
             begin_timestamp: header.begin_timestamp,
@@ -157,69 +156,67 @@ impl Uploader {
             slot_count: header.slot_count,
             entry_count: header.entry_count,
             local: true,
-        };
-        let confirmed = |info: Option<super::object_client::ObjectInfo>| {
-            info.is_some_and(|info| info.size == tiered.size && info.crc32 == Some(crc32))
-        };
-        if confirmed(client.head(&object)?) {
-            return Ok(tiered);
-        }
-        client.upload(&object, bytes, crc32, self.parts_in_flight)?;
-        let info = client.head(&object)?;
-        if !confirmed(info) {
-            return Err(Error::tier(
-                client.location().describe(&object),
-                format!(
-                    "the bucket reports {info:?} after the upload of {} bytes",
-                    tiered.size
-                ),
-            ));
-        }
-        let mut status = self.status.lock().expect("upload status lock");
-        status.uploaded_bytes += tiered.size;
-        Ok(tiered)
+        })
     }
 
     fn upload_one(&self, segment: &Segment) -> Result<TieredSegment> {
-        let client = self.remote.client();
-        let object = client.location().segment(segment.start_offset());
+        let object = self
+            .remote
+            .client()
+            .location()
+            .segment(segment.start_offset());
         let bytes = segment.bytes(0, segment.size());
-        let crc32 = crc32fast::hash(bytes);
-        let tiered = TieredSegment {
+        let crc32 = self.upload_confirmed(&object, bytes, Some(segment.start_offset()))?;
+        Ok(TieredSegment {
             start_offset: segment.start_offset(),
             size: bytes.len() as u64,
             crc32,
             last_modified_ms: crate::retention::last_modified_ms(segment),
             local: true,
-        };
+        })
+    }
+
+    /// Make `object` hold `bytes`: an object the bucket already reports with their size
+    /// and CRC32 is kept (uploaded before a crash); otherwise upload and check the same
+    /// way. Returns the CRC32. `segment` names the segment shown as in progress.
+    fn upload_confirmed(
+        &self,
+        object: &object_store::path::Path,
+        bytes: &[u8],
+        segment: Option<u64>,
+    ) -> Result<u32> {
+        let client = self.remote.client();
+        let crc32 = crc32fast::hash(bytes);
+        let size = bytes.len() as u64;
         let confirmed = |info: Option<super::object_client::ObjectInfo>| {
-            info.is_some_and(|info| info.size == tiered.size && info.crc32 == Some(crc32))
+            info.is_some_and(|info| info.size == size && info.crc32 == Some(crc32))
         };
-        if confirmed(client.head(&object)?) {
-            return Ok(tiered);
+        if confirmed(client.head(object)?) {
+            return Ok(crc32);
         }
         self.status.lock().expect("upload status lock").in_progress =
-            Some((tiered.start_offset, tiered.size));
+            segment.map(|start| (start, size));
         let started = Instant::now();
-        let uploaded = client.upload(&object, bytes, crc32, self.parts_in_flight);
+        let uploaded = client.upload(object, bytes, crc32, self.parts_in_flight);
         self.status.lock().expect("upload status lock").in_progress = None;
         uploaded?;
-        let info = client.head(&object)?;
+        let info = client.head(object)?;
         if !confirmed(info) {
             return Err(Error::tier(
-                client.location().describe(&object),
+                client.location().describe(object),
                 format!(
-                    "the bucket reports {info:?} after the upload of {} bytes with CRC32 \
-                     {crc32:08x}; the upload is not trusted and will be retried",
-                    tiered.size
+                    "the bucket reports {info:?} after the upload of {size} bytes with CRC32 \
+                     {crc32:08x}; the upload is not trusted and will be retried"
                 ),
             ));
         }
         let mut status = self.status.lock().expect("upload status lock");
-        status.uploaded_segments += 1;
-        status.uploaded_bytes += tiered.size;
-        status.upload_seconds += started.elapsed().as_secs_f64();
-        Ok(tiered)
+        if segment.is_some() {
+            status.uploaded_segments += 1;
+            status.upload_seconds += started.elapsed().as_secs_f64();
+        }
+        status.uploaded_bytes += size;
+        Ok(crc32)
     }
 
     fn succeeded(&self) {
