@@ -71,7 +71,9 @@ def traffic(module_brokers: Brokers, s3_server: S3Server) -> Traffic:
         futures = [producer.send(TOPIC, bytes([65 + i % 26]) * SIZE) for i in range(COUNT)]
         producer.flush()
     assert [f.exception() for f in futures] == [None] * COUNT
-    with client.consumer(GROUP, TOPIC) as consumer:
+    # Small pulls so that stopping at half cannot overshoot to the end (a poll reads at
+    # most max_messages from each of the queues).
+    with client.consumer(GROUP, TOPIC, max_messages=25) as consumer:
         seen = 0
         deadline = time.monotonic() + 30
         while seen < COUNT // 2 and time.monotonic() < deadline:
