@@ -8,7 +8,8 @@
     │   StoreClosedError, StoreLockedError, DiskFullError, FlushFailedError, ReadOnlyError,
     │   TierError
     ├── what only the broker raises (each becomes a gRPC status, see rmq.broker.status)
-    │   QueueNotHostedError, QueueOutOfRangeError, UnimplementedError, UnauthenticatedError
+    │   QueueNotHostedError, QueueOutOfRangeError, UnimplementedError, UnauthenticatedError,
+    │   ProtocolError (a RocketMQ v2 request refused with that protocol's own code)
     └── BrokerError: what the client raises for a broker's error answer (rmq.client.status
         picks the class from the gRPC status code)
         BrokerInvalidArgumentError, BrokerNotFoundError, BrokerOutOfRangeError,
@@ -149,6 +150,15 @@ class UnimplementedError(RmqError):
 
 class UnauthenticatedError(RmqError):
     """The request lacks the broker's token, or carries a wrong one."""
+
+
+class ProtocolError(RmqError):
+    """An ``apache.rocketmq.v2`` request that rmq refuses with one of that protocol's own
+    status codes; ``code`` is the code's name (``"INVALID_RECEIPT_HANDLE"``, ...)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # ---- raised by the client for a broker's answer ----

@@ -120,6 +120,23 @@ class ShardHandler:
             )
         return store
 
+    def locate(self, topic: str, queue_id: int) -> tuple[int, rmq.Store]:
+        """The shard directory holding a queue, and its store (checked as for a send)."""
+        store = self._store_for(topic, queue_id)
+        return self._layout(topic)[queue_id], store
+
+    def local_queues(self, topic: str) -> list[int]:
+        """The queues of ``topic`` whose directory this process serves."""
+        return [q for q, shard in enumerate(self._layout(topic)) if shard in self._stores]
+
+    @property
+    def signals(self) -> QueueSignals:
+        """Long-poll wake-ups: every send through this process notifies its queue."""
+        return self._signals
+
+    def notify(self, topic: str, queue_id: int) -> None:
+        self._signals.notify((topic, queue_id))
+
     def _stores_of(self, topic: str) -> list[rmq.Store]:
         layout = self._layout(topic)
         return [self._stores[s] for s in sorted(set(layout)) if s in self._stores]

@@ -11,6 +11,7 @@ from typing import Any
 
 from rmq.broker.validation import Limits
 from rmq.cluster.metrics import DEFAULT_METRICS_PORT
+from rmq.cluster.rocketmq_access_point import DEFAULT_ROCKETMQ_PORT
 from rmq.cluster.tier import TIER_OPTIONS
 
 DEFAULT_DATA_DIR = "rmq-data"
@@ -60,6 +61,16 @@ def _non_negative(kind: type[int] | type[float]) -> Callable[[str], int | float]
         return value
 
     return parse
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return value
 
 
 def tier_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -123,6 +134,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"{DEFAULT_METRICS_PORT}; with --port 0, any free port, written to DATA/serve.json; "
         "0: no metrics endpoint). One endpoint for the whole broker: the supervisor "
         "gathers every shard process's metrics on each scrape; see `rmq status`",
+    )
+    parser.add_argument(
+        "--rocketmq-port",
+        type=_non_negative(int),
+        metavar="N",
+        help=f"serve Apache RocketMQ 5 clients (the apache.rocketmq.v2 gRPC protocol) with "
+        f"N as their access point (default: {DEFAULT_ROCKETMQ_PORT}; with --port 0, any free "
+        "port, written to DATA/serve.json; 0: none). Clients send and receive at the shard "
+        "processes' ports, which the routes name",
+    )
+    parser.add_argument(
+        "--rocketmq-max-delivery-attempts",
+        type=_positive_int,
+        default=16,
+        metavar="N",
+        help="deliveries of a message to a RocketMQ consumer group before it moves to the "
+        "group's %%DLQ%% topic (default: 16)",
+    )
+    parser.add_argument(
+        "--rocketmq-fifo-group",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="a RocketMQ consumer group that consumes in message-group order (FIFO); repeatable",
     )
     parser.add_argument(
         "--metrics-host",
@@ -251,6 +286,11 @@ def run(args: argparse.Namespace) -> int:
         metrics_port = 0 if args.port == 0 else DEFAULT_METRICS_PORT
     elif metrics_port == 0:
         metrics_port = None
+    rocketmq_port: int | None = args.rocketmq_port
+    if rocketmq_port is None:
+        rocketmq_port = 0 if args.port == 0 else DEFAULT_ROCKETMQ_PORT
+    elif rocketmq_port == 0:
+        rocketmq_port = None
     config = ServeConfig(
         data_dir=args.data,
         shards=args.shards,
@@ -267,5 +307,10 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level.upper(),
         metrics_port=metrics_port,
         metrics_host=args.metrics_host,
+        rocketmq_port=rocketmq_port,
+        rocketmq_policy={
+            "max_delivery_attempts": args.rocketmq_max_delivery_attempts,
+            "fifo_groups": sorted(set(args.rocketmq_fifo_group)),
+        },
     )
     return serve(config)

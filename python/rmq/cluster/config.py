@@ -33,3 +33,7 @@ class ServeConfig:
     # The Prometheus endpoint (rmq.cluster.metrics): None serves none, 0 any free port.
     metrics_port: int | None = None
     metrics_host: str = LOOPBACK
+    # The RocketMQ v2 access point (rmq.rocketmq): None serves none, 0 any free port.
+    rocketmq_port: int | None = None
+    # ConsumerPolicy fields for RocketMQ v2 consumer groups.
+    rocketmq_policy: dict[str, Any] = field(default_factory=dict)

@@ -41,6 +41,11 @@ class ShardSettings:
     max_workers: int = 64
     log_level: str = "INFO"
     metrics: bool = True
+    # The supervisor's Route service, for the RocketMQ v2 service of the shard process.
+    supervisor: str | None = None
+    tls_server_name: str | None = None
+    # ConsumerPolicy fields (rmq.rocketmq.settings); None serves no RocketMQ v2 clients.
+    rocketmq_policy: dict[str, Any] | None = None
 
 
 class ShardProcess:
@@ -92,6 +97,11 @@ class ShardProcess:
             command.append("--no-metrics")
         if s.tls_cert and s.tls_key:
             command += ["--tls-cert", str(s.tls_cert), "--tls-key", str(s.tls_key)]
+        if s.tls_server_name:
+            command += ["--tls-server-name", s.tls_server_name]
+        if s.supervisor and s.rocketmq_policy is not None:
+            command += ["--supervisor", s.supervisor]
+            command += ["--rocketmq-policy", json.dumps(s.rocketmq_policy)]
         return command
 
     def spawn(self) -> None:

@@ -45,6 +45,7 @@ from rmq.cluster.tier import (
     write_live_status,
 )
 from rmq.errors import TierError
+from rmq.rocketmq.settings import ConsumerPolicy
 
 log = logging.getLogger("rmq.shard")
 
@@ -100,6 +101,37 @@ def _watch_parent(parent: int, stop: threading.Event) -> None:
             stop.set()
 
 
+def _serve_rocketmq(
+    args: argparse.Namespace,
+    server: Any,
+    handler: ShardHandler,
+    stores: dict[int, rmq.Store],
+    limits: Limits,
+    security: Security,
+) -> list[Any]:
+    """Serve ``apache.rocketmq.v2`` beside rmq's API on the same server, when asked; the
+    parts to close when stopping."""
+    if args.rocketmq_policy is None or args.supervisor is None:
+        return []
+    # Imported here: the protocol's generated code loads the official client package.
+    from rmq.client import Client
+    from rmq.rocketmq.serving import shard_servicer
+
+    policy = json.loads(args.rocketmq_policy)
+    policy["fifo_groups"] = frozenset(policy.get("fifo_groups", ()))
+    supervisor = Client(
+        args.supervisor,
+        token=security.token,
+        tls_root_cert=security.tls_cert,
+        server_name=args.tls_server_name,
+    )
+    servicer, backend, dead_letters = shard_servicer(
+        handler, stores, supervisor, limits, ConsumerPolicy(**policy)
+    )
+    servicer.add_to(server)
+    return [backend, dead_letters, supervisor]
+
+
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m rmq.cluster.shard", description=__doc__)
     parser.add_argument("--data", type=Path, required=True, help="the broker's data directory")
@@ -116,6 +148,14 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-workers", type=int, default=64)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--no-metrics", action="store_true", help="serve no metrics")
+    parser.add_argument(
+        "--supervisor", help="the supervisor's Route service (for the RocketMQ v2 service)"
+    )
+    parser.add_argument("--tls-server-name", help="name in the supervisor's certificate")
+    parser.add_argument(
+        "--rocketmq-policy",
+        help="JSON object of ConsumerPolicy fields; serve RocketMQ v2 clients with it",
+    )
     return parser.parse_args(argv)
 
 
@@ -183,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for store in stores.values():
             store.close()
         return EXIT_CANNOT_LISTEN
+    rocketmq = _serve_rocketmq(args, server, handler, stores, limits, security)
     server.start()
     metrics_server: Any = None
     if not args.no_metrics:
@@ -212,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     health.enter_graceful_shutdown()
     handler.close()
     server.stop(grace=5).wait()
+    for part in rocketmq:
+        part.close()
     if metrics_server is not None:
         metrics_server.shutdown()
         metrics_server.server_close()

@@ -33,6 +33,7 @@ from rmq.cluster.metrics import BrokerMetrics, ShardEndpoint
 from rmq.cluster.ports import Plan, bind_problem
 from rmq.cluster.process import ShardProcess, ShardSettings
 from rmq.cluster.protocol import EXIT_CANNOT_LISTEN
+from rmq.cluster.rocketmq_access_point import RocketMQAccessPoint
 from rmq.cluster.route_service import RouteService
 from rmq.cluster.routes import FILE_NAME, RouteTable, processes_for, shard_directories
 from rmq.cluster.shard_admin import ShardAdmin
@@ -95,6 +96,8 @@ class Supervisor:
         self._metrics: BrokerMetrics | None = None
         self.endpoint = ""
         self.metrics_url: str | None = None
+        self._rocketmq: RocketMQAccessPoint | None = None
+        self.rocketmq_endpoint: str | None = None
 
     def processes(self) -> list[ProcessInfo]:
         """Each shard process: where it listens, its shard directories, whether it serves."""
@@ -147,6 +150,8 @@ class Supervisor:
             log.info(
                 "%d shard directories exist; %d processes serve them", directories, config.shards
             )
+        # Bound before the shard processes start: they are told where routes are.
+        self._listen()
         settings = ShardSettings(
             data_dir=self._data_dir,
             routes=self._data_dir / FILE_NAME,
@@ -162,6 +167,9 @@ class Supervisor:
             max_workers=config.max_workers,
             log_level=config.log_level,
             metrics=config.metrics_port is not None,
+            supervisor=self.endpoint,
+            tls_server_name=config.tls_server_name,
+            rocketmq_policy=config.rocketmq_policy if config.rocketmq_port is not None else None,
         )
         for index, shards in enumerate(processes_for(directories, config.shards)):
             self._slots.append(
@@ -225,27 +233,48 @@ class Supervisor:
                 f"another rmq serve is using {self._data_dir} ({path} is locked)"
             ) from error
 
-    def _start_server(self) -> None:
-        """Serve the Route service (routes and topic admin) on ``--port``."""
+    def _security(self) -> Security:
         config = self.config
-        security = Security(
+        return Security(
             token=config.token,
             tls_cert=config.tls_cert.read_bytes() if config.tls_cert else None,
             tls_key=config.tls_key.read_bytes() if config.tls_key else None,
         )
+
+    def _listen(self) -> None:
+        """Bind the Route service on ``--port`` and the RocketMQ v2 access point on
+        ``--rocketmq-port`` (not serving yet)."""
+        config = self.config
+        security = self._security()
         service = RouteService(self._data_dir, self._routes, self._admin, self.processes)
         try:
-            endpoint = service.listen(config.host, config.port, security, config.limits)
+            self.endpoint = service.listen(config.host, config.port, security, config.limits)
         except (OSError, RuntimeError) as error:
             # Taken since start() checked it (gRPC's own message names no reason).
             reason = bind_problem(config.host, config.port) or "gRPC could not bind it"
             raise StartError(self._ports.problem(None, config.port, reason)) from error
         self._route_service = service
-        service.serve(shards_serving=self._all_serving())
-        self.endpoint = endpoint
+        if config.rocketmq_port is not None:
+            self._rocketmq = RocketMQAccessPoint(service, config, security)
+            try:
+                self.rocketmq_endpoint = self._rocketmq.listen()
+            except (OSError, RuntimeError) as error:
+                reason = bind_problem(config.host, config.rocketmq_port) or "gRPC could not bind it"
+                raise StartError(
+                    f"cannot serve RocketMQ clients on {config.host}:{config.rocketmq_port}: "
+                    f"{reason}; choose a free port with --rocketmq-port (0: none)"
+                ) from error
+
+    def _start_server(self) -> None:
+        """Start answering routes, admin and RocketMQ v2 clients."""
+        assert self._route_service is not None, "listen first"
+        self._route_service.serve(shards_serving=self._all_serving())
+        if self._rocketmq is not None:
+            self._rocketmq.start()
         log.info(
-            "rmq broker serving routes on %s; %d shard processes on %s",
+            "rmq broker serving routes on %s%s; %d shard processes on %s",
             self.endpoint,
+            f", RocketMQ clients on {self.rocketmq_endpoint}" if self._rocketmq else "",
             len(self._slots),
             ", ".join(slot.process.endpoint for slot in self._slots),
         )
@@ -263,6 +292,7 @@ class Supervisor:
             "pid": os.getpid(),
             "data_dir": str(self._data_dir),
             "metrics": self.metrics_url,
+            "rocketmq": self.rocketmq_endpoint,
             "processes": [
                 {
                     "process": info.process,
@@ -360,6 +390,9 @@ class Supervisor:
         if self._metrics is not None:
             self._metrics.stop()
             self._metrics = None
+        if self._rocketmq is not None:
+            self._rocketmq.stop()
+            self._rocketmq = None
         if self._route_service is not None:
             self._route_service.stop()
         for slot in self._slots:

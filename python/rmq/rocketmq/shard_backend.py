@@ -1,0 +1,367 @@
+"""What a shard process does for RocketMQ v2 clients: store sent messages, hand out
+messages to consumer groups with an invisible duration, take acks, redeliver what was
+not acked in time, and move what failed too often to the group's dead-letter topic.
+
+It works on the same stores, topic layouts and long-poll signals as rmq's own API
+(:class:`rmq.broker.shard_handler.ShardHandler`), so a message sent through either API
+reads through the other, and a group's committed offset (``Store.commit_offset``) is the
+low edge of what it acked. The leases themselves live in :mod:`rmq.rocketmq.leases`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import rmq
+from rmq import errors
+from rmq.broker.shard_handler import ShardHandler
+from rmq.broker.validation import Limits, check_group, check_topic
+from rmq.errors import ProtocolError
+from rmq.rocketmq import message_codec
+from rmq.rocketmq.leases import LeaseBook, QueueLeases
+from rmq.rocketmq.receipts import Receipt
+from rmq.rocketmq.settings import ConsumerPolicy
+from rmq.rocketmq.status import status, status_for
+from rmq.rocketmq.wire import rpc, v2
+
+log = logging.getLogger(__name__)
+
+DLQ_PREFIX = "%DLQ%"
+SAVE_INTERVAL = 0.2
+# Bounds of a receive's invisible duration (RocketMQ's proxy: 10 s to 12 h; rmq lets
+# tests and impatient consumers go down to 1 s).
+MIN_INVISIBLE_MS = 1_000
+MAX_INVISIBLE_MS = 12 * 3600 * 1000
+# A PushConsumer asks the broker to keep its messages invisible while it works on them.
+AUTO_RENEW_INVISIBLE_MS = 60_000
+MAX_WAIT_SECONDS = 30.0
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiveRequest:
+    group: str
+    topic: str
+    queue_id: int
+    batch_size: int
+    invisible_ms: int
+    wait_seconds: float
+    tags: list[str] | None
+
+
+@dataclass(slots=True)
+class _DeadLetter:
+    shard: int
+    queue_id: int
+    offset: int
+    attempt: int
+    message: rmq.Message
+
+
+class ShardBackend:
+    """Thread-safe. ``dead_letters`` sends a message to a dead-letter topic (through the
+    broker's routes, since that topic's queue may live in another process)."""
+
+    def __init__(
+        self,
+        handler: ShardHandler,
+        stores: Mapping[int, rmq.Store],
+        *,
+        limits: Limits,
+        policy: ConsumerPolicy,
+        dead_letters: Callable[[str, rmq.Message], None],
+    ) -> None:
+        self._handler = handler
+        self._stores = dict(stores)
+        self._limits = limits
+        self.policy = policy
+        self._dead_letters = dead_letters
+        self._books = {shard: LeaseBook(Path(store.path)) for shard, store in stores.items()}
+        self._stop = threading.Event()
+        self._saver = threading.Thread(target=self._save_loop, name="v2-leases", daemon=True)
+        self._saver.start()
+
+    # ---- sending ----
+
+    def send(
+        self, messages: Sequence[v2.Message], born_host: str | None
+    ) -> list[rpc.SendResultEntry]:
+        entries = []
+        for message in messages:
+            try:
+                checked = message_codec.incoming(message, self._limits)
+                store = self._store(checked.topic, checked.queue_id)[1]
+                [result] = store.put_batch(
+                    checked.topic, checked.queue_id, [checked.message], born_host=born_host
+                )
+                self._handler.notify(checked.topic, checked.queue_id)
+                entries.append(
+                    rpc.SendResultEntry(
+                        status=status(),
+                        message_id=checked.message_id,
+                        offset=result.queue_offset,
+                    )
+                )
+            except Exception as error:  # each message gets its own status
+                entries.append(
+                    rpc.SendResultEntry(
+                        status=status_for(error),
+                        message_id=message.system_properties.message_id,
+                    )
+                )
+        return entries
+
+    # ---- receiving ----
+
+    def receive(self, request: ReceiveRequest, active: Callable[[], bool]) -> list[v2.Message]:
+        """Up to ``batch_size`` messages of the topic's queues in this process (the one
+        asked for first), waiting up to ``wait_seconds`` for one to arrive."""
+        check_group(request.group)
+        self._check_invisible(request.invisible_ms)
+        queues = self._local_queues(request.topic, request.queue_id)
+        deadline = time.monotonic() + min(request.wait_seconds, MAX_WAIT_SECONDS)
+        key = (request.topic, queues[0])
+        while True:
+            version = self._handler.signals.version(key)
+            found: list[v2.Message] = []
+            for queue_id in queues:
+                found += self._claim(request, queue_id, request.batch_size - len(found))
+                if len(found) >= request.batch_size:
+                    break
+            remaining = deadline - time.monotonic()
+            if found or remaining <= 0 or not active():
+                return found
+            # Woken by a send to the first queue; the others and redeliveries are
+            # looked at again at least every second.
+            self._handler.signals.wait(key, version, min(remaining, 1.0))
+
+    def _claim(self, request: ReceiveRequest, queue_id: int, room: int) -> list[v2.Message]:
+        if room <= 0:
+            return []
+        shard, store = self._store(request.topic, queue_id)
+        book = self._books[shard]
+        topic, group = request.topic, request.group
+        out: list[v2.Message] = []
+        dead: list[_DeadLetter] = []
+        with book.lock:
+            leases = self._leases(book, store, group, topic, queue_id)
+            now = now_ms()
+            leases.skip_to(store.min_offset(topic, queue_id))
+            for offset, lease in leases.due(now):
+                if len(out) >= room:
+                    break
+                message = self._message_at(store, topic, queue_id, offset)
+                if message is None:
+                    leases.settle(offset)
+                elif lease.attempt >= self.policy.max_delivery_attempts:
+                    dead.append(_DeadLetter(shard, queue_id, offset, lease.attempt, message))
+                else:
+                    out.append(self._hand_out(leases, message, lease.attempt + 1, request, now))
+            if not leases.blocked(now) and len(out) < room:
+                result = store.pull(
+                    topic, queue_id, leases.next, room - len(out), tags=request.tags
+                )
+                taken = set()
+                for message in result.messages:
+                    taken.add(message.queue_offset)
+                    out.append(self._hand_out(leases, message, 1, request, now))
+                    if message_codec.is_ordered(message):
+                        break  # the rest of an ordered queue waits for this one's ack
+                for offset in range(leases.next, result.next_offset):
+                    if offset not in taken and offset not in leases.leased:
+                        leases.settle(offset)  # not for this group's filter
+            book.changed()
+            self._commit(store, group, topic, queue_id, leases)
+        for letter in dead:
+            self._dead_letter(group, topic, letter)
+        return out
+
+    def _hand_out(
+        self,
+        leases: QueueLeases,
+        message: rmq.Message,
+        attempt: int,
+        request: ReceiveRequest,
+        now: int,
+    ) -> v2.Message:
+        deadline = now + request.invisible_ms
+        offset = message.queue_offset
+        leases.lease(offset, attempt, deadline, message_codec.is_ordered(message))
+        receipt = Receipt(request.topic, message.queue_id, offset, attempt, deadline)
+        return message_codec.outgoing(
+            message,
+            receipt_handle=receipt.encode(),
+            attempt=attempt,
+            invisible_ms=request.invisible_ms,
+        )
+
+    # ---- acks and invisible time ----
+
+    def ack(self, group: str, topic: str, receipt_handle: str) -> None:
+        receipt = self._receipt(topic, receipt_handle)
+        check_group(group)
+        shard, store = self._store(topic, receipt.queue_id)
+        book = self._books[shard]
+        with book.lock:
+            leases = self._leases(book, store, group, topic, receipt.queue_id)
+            if not leases.ack(receipt.offset, receipt.attempt):
+                raise ProtocolError(
+                    "INVALID_RECEIPT_HANDLE",
+                    f"offset {receipt.offset} of queue {receipt.queue_id} is not out on this "
+                    f"receipt (acked already, or delivered again since)",
+                )
+            book.changed()
+            self._commit(store, group, topic, receipt.queue_id, leases)
+
+    def change_invisible(
+        self, group: str, topic: str, receipt_handle: str, invisible_ms: int
+    ) -> str:
+        """A new deadline for a received message; its new receipt handle."""
+        receipt = self._receipt(topic, receipt_handle)
+        check_group(group)
+        self._check_invisible(invisible_ms, allow_zero=True)
+        shard, store = self._store(topic, receipt.queue_id)
+        book = self._books[shard]
+        deadline = now_ms() + invisible_ms
+        with book.lock:
+            leases = self._leases(book, store, group, topic, receipt.queue_id)
+            if not leases.extend(receipt.offset, receipt.attempt, deadline):
+                raise ProtocolError(
+                    "INVALID_RECEIPT_HANDLE",
+                    f"offset {receipt.offset} of queue {receipt.queue_id} is not out on this "
+                    "receipt (acked already, or delivered again since)",
+                )
+            book.changed()
+        return Receipt(topic, receipt.queue_id, receipt.offset, receipt.attempt, deadline).encode()
+
+    def forward_to_dead_letters(self, group: str, topic: str, receipt_handle: str) -> None:
+        """The client gave up on a message (its own attempts ran out)."""
+        receipt = self._receipt(topic, receipt_handle)
+        check_group(group)
+        shard, store = self._store(topic, receipt.queue_id)
+        message = self._message_at(store, topic, receipt.queue_id, receipt.offset)
+        if message is None:
+            raise ProtocolError("MESSAGE_NOT_FOUND", "the message has expired from the store")
+        self._dead_letter(
+            group,
+            topic,
+            _DeadLetter(shard, receipt.queue_id, receipt.offset, receipt.attempt, message),
+        )
+
+    def _dead_letter(self, group: str, topic: str, letter: _DeadLetter) -> None:
+        dlq = DLQ_PREFIX + group
+        try:
+            self._dead_letters(dlq, letter.message)
+        except Exception as error:  # kept leased: due again, tried again
+            log.warning(
+                "cannot move %s/%d@%d to %s: %s", topic, letter.queue_id, letter.offset, dlq, error
+            )
+            return
+        store = self._stores[letter.shard]
+        book = self._books[letter.shard]
+        with book.lock:
+            leases = self._leases(book, store, group, topic, letter.queue_id)
+            leases.settle(letter.offset)
+            book.changed()
+            self._commit(store, group, topic, letter.queue_id, leases)
+        log.info(
+            "moved %s/%d@%d to %s after %d deliveries",
+            topic,
+            letter.queue_id,
+            letter.offset,
+            dlq,
+            letter.attempt,
+        )
+
+    # ---- helpers ----
+
+    def _receipt(self, topic: str, handle: str) -> Receipt:
+        receipt = Receipt.decode(handle)
+        if receipt.topic != topic:
+            raise ProtocolError(
+                "INVALID_RECEIPT_HANDLE",
+                f"the receipt is for topic {receipt.topic!r}, not {topic!r}",
+            )
+        return receipt
+
+    def _check_invisible(self, invisible_ms: int, allow_zero: bool = False) -> None:
+        low = 0 if allow_zero else MIN_INVISIBLE_MS
+        if not low <= invisible_ms <= MAX_INVISIBLE_MS:
+            raise ProtocolError(
+                "ILLEGAL_INVISIBLE_TIME",
+                f"invisible duration {invisible_ms} ms is outside {low} ms to 12 h",
+            )
+
+    def _check_topic(self, topic: str) -> None:
+        if not topic:
+            raise ProtocolError("ILLEGAL_TOPIC", "no topic given")
+        try:
+            check_topic(topic)
+        except errors.InvalidArgumentError as error:
+            raise ProtocolError("ILLEGAL_TOPIC", str(error)) from None
+        if topic not in self._handler.layouts():
+            raise ProtocolError("TOPIC_NOT_FOUND", f"topic {topic!r} does not exist")
+
+    def _store(self, topic: str, queue_id: int) -> tuple[int, rmq.Store]:
+        self._check_topic(topic)
+        return self._handler.locate(topic, queue_id)
+
+    def _local_queues(self, topic: str, first: int) -> list[int]:
+        """The queues of ``topic`` this process serves, ``first`` first."""
+        self._check_topic(topic)
+        local = self._handler.local_queues(topic)
+        if not local:
+            raise errors.QueueNotHostedError(
+                f"no queue of topic {topic!r} lives in this shard process; refresh the route"
+            )
+        return sorted(local, key=lambda q: (q != first, q))
+
+    def _leases(
+        self, book: LeaseBook, store: rmq.Store, group: str, topic: str, queue_id: int
+    ) -> QueueLeases:
+        key = (group, topic, queue_id)
+        leases = book.get(key)
+        if leases is None:
+            committed = store.committed_offset(group, topic, queue_id)
+            low = committed if committed is not None else store.min_offset(topic, queue_id)
+            leases = book.add(key, low)
+        return leases
+
+    @staticmethod
+    def _message_at(store: rmq.Store, topic: str, queue_id: int, offset: int) -> rmq.Message | None:
+        try:
+            found = store.get(topic, queue_id, offset, 1)
+        except errors.OffsetOutOfRangeError:
+            return None
+        return found[0] if found else None
+
+    @staticmethod
+    def _commit(
+        store: rmq.Store, group: str, topic: str, queue_id: int, leases: QueueLeases
+    ) -> None:
+        if store.committed_offset(group, topic, queue_id) != leases.low:
+            store.commit_offset(group, topic, queue_id, leases.low)
+
+    def _save_loop(self) -> None:
+        while not self._stop.wait(SAVE_INTERVAL):
+            self._save()
+
+    def _save(self) -> None:
+        for shard, book in self._books.items():
+            try:
+                book.save()
+            except OSError as error:
+                log.warning("cannot save the RocketMQ v2 leases of shard %d: %s", shard, error)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._saver.join()
+        self._save()
