@@ -51,6 +51,13 @@ class LocalBroker:
     def endpoint(self) -> str:
         return str(self.state()["endpoint"])
 
+    @property
+    def rocketmq_endpoint(self) -> str:
+        """The RocketMQ v2 access point (the broker serves one unless told not to)."""
+        endpoint = self.state().get("rocketmq")
+        assert endpoint, "this broker serves no RocketMQ v2 clients"
+        return str(endpoint)
+
     def command(self) -> list[str]:
         return [
             sys.executable, "-m", "rmq", "serve",

@@ -57,7 +57,6 @@ class Incoming:
     """A v2 message checked and ready to store."""
 
     topic: str
-    queue_id: int
     message_id: str
     message: rmq.Message
 
@@ -104,7 +103,6 @@ def incoming(message: v2.Message, limits: Limits) -> Incoming:
     born = _millis(system.born_timestamp) if system.HasField("born_timestamp") else None
     return Incoming(
         topic,
-        system.queue_id,
         system.message_id,
         rmq.Message(
             body, tags=tag, keys=list(system.keys), properties=properties, born_timestamp=born

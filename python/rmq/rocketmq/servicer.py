@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from rmq import errors
 from rmq.broker.servicer import born_host
@@ -109,6 +110,10 @@ class MessagingServicer(service.MessagingServiceServicer):  # type: ignore[misc]
             yield rpc.ReceiveMessageResponse(status=status(v2.MESSAGE_NOT_FOUND, "no new message"))
             return
         yield rpc.ReceiveMessageResponse(status=status())
+        # When the messages left the broker: the clients measure delivery latency by it.
+        sent_at = Timestamp()
+        sent_at.GetCurrentTime()
+        yield rpc.ReceiveMessageResponse(delivery_timestamp=sent_at)
         for message in found:
             yield rpc.ReceiveMessageResponse(message=message)
 

@@ -31,6 +31,8 @@ class ConsumerPolicy:
 def answer(client: v2.Settings, max_body_bytes: int, policy: ConsumerPolicy) -> v2.Settings:
     settings = v2.Settings()
     settings.CopyFrom(client)
+    # rmq collects no client metrics (its own are on the broker's metrics endpoint).
+    settings.metric.CopyFrom(v2.Metric(on=False))
     if client.HasField("publishing") or client.client_type == v2.PRODUCER:
         settings.publishing.max_body_size = max_body_bytes
         settings.publishing.validate_message_type = True

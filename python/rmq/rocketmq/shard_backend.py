@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,8 @@ class ShardBackend:
         self.policy = policy
         self._dead_letters = dead_letters
         self._books = {shard: LeaseBook(Path(store.path)) for shard, store in stores.items()}
+        self._turn_lock = threading.Lock()
+        self._turn = 0
         self._stop = threading.Event()
         self._saver = threading.Thread(target=self._save_loop, name="v2-leases", daemon=True)
         self._saver.start()
@@ -98,11 +101,12 @@ class ShardBackend:
         for message in messages:
             try:
                 checked = message_codec.incoming(message, self._limits)
-                store = self._store(checked.topic, checked.queue_id)[1]
+                queue_id = self._queue_for(checked)
+                store = self._store(checked.topic, queue_id)[1]
                 [result] = store.put_batch(
-                    checked.topic, checked.queue_id, [checked.message], born_host=born_host
+                    checked.topic, queue_id, [checked.message], born_host=born_host
                 )
-                self._handler.notify(checked.topic, checked.queue_id)
+                self._handler.notify(checked.topic, queue_id)
                 entries.append(
                     rpc.SendResultEntry(
                         status=status(),
@@ -118,6 +122,18 @@ class ShardBackend:
                     )
                 )
         return entries
+
+    def _queue_for(self, message: message_codec.Incoming) -> int:
+        """The queue a sent message goes to, chosen here as RocketMQ's proxy does (the
+        clients do not all say one): among the topic's queues in this process, the same
+        one for every message of a message group, else the next in turn."""
+        queues = self._local_queues(message.topic, -1)
+        group = message.message.properties.get(message_codec.MESSAGE_GROUP)
+        if group is not None:
+            return queues[zlib.crc32(group.encode()) % len(queues)]
+        with self._turn_lock:
+            self._turn += 1
+            return queues[self._turn % len(queues)]
 
     # ---- receiving ----
 
@@ -169,13 +185,12 @@ class ShardBackend:
                 result = store.pull(
                     topic, queue_id, leases.next, room - len(out), tags=request.tags
                 )
+                start = leases.next
                 taken = set()
                 for message in result.messages:
                     taken.add(message.queue_offset)
                     out.append(self._hand_out(leases, message, 1, request, now))
-                    if message_codec.is_ordered(message):
-                        break  # the rest of an ordered queue waits for this one's ack
-                for offset in range(leases.next, result.next_offset):
+                for offset in range(start, result.next_offset):
                     if offset not in taken and offset not in leases.leased:
                         leases.settle(offset)  # not for this group's filter
             book.changed()
