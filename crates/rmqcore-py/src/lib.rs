@@ -10,7 +10,6 @@ mod message;
 mod native_channel;
 mod native_sender;
 mod producer_core;
-mod protobuf_wire;
 mod pull_encoding;
 mod received_message;
 mod recovery_report;
@@ -63,3 +62,6 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod codec_agreement;

@@ -14,35 +14,14 @@ use rmqcore::record::msg_id::create_msg_id;
 use rmqcore::record::properties::{property_entries, KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS};
 use rmqcore::record::RecordView;
 
-use crate::protobuf_wire::{
+use rmqproto::wire::{
     field_length, put_bytes_field, put_int_field, put_string_field, put_tag, put_varint,
     WIRE_LENGTH_DELIMITED,
 };
 
-pub const PULL_RESPONSE_MESSAGES: u32 = 1;
-
-pub mod stored {
-    pub const TOPIC: u32 = 1;
-    pub const QUEUE_ID: u32 = 2;
-    pub const QUEUE_OFFSET: u32 = 3;
-    pub const COMMITLOG_OFFSET: u32 = 4;
-    pub const STORE_SIZE: u32 = 5;
-    pub const BODY: u32 = 6;
-    pub const TAGS: u32 = 7;
-    pub const KEYS: u32 = 8;
-    pub const PROPERTIES: u32 = 9;
-    pub const BORN_TIMESTAMP: u32 = 10;
-    pub const STORE_TIMESTAMP: u32 = 11;
-    pub const BORN_HOST: u32 = 12;
-    pub const STORE_HOST: u32 = 13;
-    pub const MSG_ID: u32 = 14;
-    pub const FLAG: u32 = 15;
-    pub const SYS_FLAG: u32 = 16;
-    pub const RECONSUME_TIMES: u32 = 17;
-}
-
-const MAP_KEY: u32 = 1;
-const MAP_VALUE: u32 = 2;
+use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
+use rmqproto::fields::pull_response::MESSAGES as PULL_RESPONSE_MESSAGES;
+use rmqproto::fields::stored_message as stored;
 
 /// Encodes records as repeated field 1 of `rmq.v1.PullResponse`, one at a time as the
 /// store reads them.

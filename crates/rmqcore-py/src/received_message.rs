@@ -15,16 +15,12 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use crate::protobuf_wire::{WireReader, WireValue};
-use crate::pull_encoding::{stored, PULL_RESPONSE_MESSAGES};
+use rmqproto::fields::pull_response::MESSAGES as PULL_RESPONSE_MESSAGES;
+use rmqproto::fields::stored_message as stored;
+use rmqproto::wire::{WireReader, WireValue};
 
-mod response {
-    pub const NEXT_OFFSET: u32 = 2;
-    pub const MIN_OFFSET: u32 = 3;
-    pub const MAX_OFFSET: u32 = 4;
-}
-const MAP_KEY: u32 = 1;
-const MAP_VALUE: u32 = 2;
+use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
+use rmqproto::fields::pull_response as response;
 
 #[pyclass(frozen, module = "rmq._rmqcore", name = "ReceivedMessage")]
 pub struct PyReceivedMessage {

@@ -12,47 +12,23 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rmqcore::{MessageDraft, PutResult};
 
-use crate::protobuf_wire::{put_bytes_field, put_tag, put_varint, WireReader, WireValue};
-use crate::protobuf_wire::{WIRE_LENGTH_DELIMITED, WIRE_VARINT};
-
-pub(crate) mod request {
-    pub const TOPIC: u32 = 1;
-    pub const QUEUE_ID: u32 = 2;
-    pub const MESSAGES: u32 = 3;
-    pub const SEQUENCE: u32 = 4;
-}
-
-pub(crate) mod message {
-    pub const BODY: u32 = 1;
-    pub const TAGS: u32 = 2;
-    pub const KEYS: u32 = 3;
-    pub const PROPERTIES: u32 = 4;
-    pub const FLAG: u32 = 5;
-    pub const BORN_TIMESTAMP: u32 = 6;
-}
-
-pub mod response {
-    pub const MSG_IDS: u32 = 1;
-    pub const COMMITLOG_OFFSETS: u32 = 2;
-    pub const QUEUE_OFFSETS: u32 = 3;
-    pub const STORE_TIMESTAMPS: u32 = 4;
-    pub const STORE_SIZES: u32 = 5;
-    pub const SEQUENCE: u32 = 6;
-}
+use rmqproto::fields::{message, send_request as request, send_response as response};
+use rmqproto::wire::{put_bytes_field, put_tag, put_varint, WireReader, WireValue};
+use rmqproto::wire::{WIRE_LENGTH_DELIMITED, WIRE_VARINT};
 
 const PROPERTY_SEPARATORS: [char; 2] = ['\u{1}', '\u{2}'];
 /// Set through their own fields, never as plain properties (validation.py).
 const RESERVED_PROPERTIES: [&str; 2] = ["TAGS", "KEYS"];
 
 /// Byte ranges of one message inside the request.
-struct MessageSpans {
-    body: (usize, usize),
-    tags: Option<String>,
-    keys: Vec<String>,
-    properties: Vec<(String, String)>,
-    flag: i32,
+pub(crate) struct MessageSpans {
+    pub(crate) body: (usize, usize),
+    pub(crate) tags: Option<String>,
+    pub(crate) keys: Vec<String>,
+    pub(crate) properties: Vec<(String, String)>,
+    pub(crate) flag: i32,
     /// 0: not given (the store uses the time of the put).
-    born_timestamp: i64,
+    pub(crate) born_timestamp: i64,
 }
 
 #[pyclass(name = "SendBatch", module = "rmq._rmqcore", frozen)]
@@ -149,9 +125,9 @@ impl PySendBatch {
     }
 }
 
-type DecodedRequest = (String, i32, u64, Vec<MessageSpans>);
+pub(crate) type DecodedRequest = (String, i32, u64, Vec<MessageSpans>);
 
-fn decode_request(raw: &[u8]) -> Option<DecodedRequest> {
+pub(crate) fn decode_request(raw: &[u8]) -> Option<DecodedRequest> {
     let base = raw.as_ptr() as usize;
     let mut topic = String::new();
     let mut queue_id = 0i32;

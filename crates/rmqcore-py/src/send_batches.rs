@@ -8,16 +8,17 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::producer_core::PyOutgoingBatch;
-use crate::protobuf_wire::{field_length, put_tag, put_varint, WireReader, WireValue};
-use crate::protobuf_wire::{WIRE_LENGTH_DELIMITED, WIRE_VARINT};
 use crate::send_request_encoding::request_head;
+use rmqproto::fields::send_stream_response as answer;
+use rmqproto::wire::{field_length, put_tag, put_varint, WireReader, WireValue};
+use rmqproto::wire::{WIRE_LENGTH_DELIMITED, WIRE_VARINT};
 
 /// `SendBatchesRequest.batches`.
-const BATCHES: u32 = 1;
+use rmqproto::fields::send_batches_request::BATCHES;
 /// `SendBatchesResponse.answers`.
 const ANSWERS: u32 = 1;
 /// `SendResponse.sequence`.
-const SEND_RESPONSE_SEQUENCE: u32 = crate::send_batch::response::SEQUENCE;
+use rmqproto::fields::send_response::SEQUENCE as SEND_RESPONSE_SEQUENCE;
 
 /// The `SendRequest`s of an encoded `SendBatchesRequest`, still encoded; None when the
 /// bytes are not one (malformed, or a field other than `batches`).
@@ -113,13 +114,6 @@ fn parse_error(raw: &[u8]) -> Option<BatchAnswer> {
     Some(BatchAnswer::Refused(code, message))
 }
 
-/// `SendStreamResponse` fields: the request's sequence, then the outcome.
-mod answer {
-    pub const SEQUENCE: u32 = 1;
-    pub const RESULT: u32 = 2;
-    pub const ERROR: u32 = 3;
-}
-
 /// The `SendStreamResponse` for a batch the engine stored: `response` (an encoded
 /// `SendResponse`, from `Store.put_send_batch`) with its sequence echoed, without
 /// decoding the response into protobuf objects and encoding it again.
@@ -162,7 +156,8 @@ pub fn send_batches_response<'py>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protobuf_wire::{put_bytes_field, put_int_field, put_string_field};
+    use rmqproto::fields::error as error_fields;
+    use rmqproto::wire::{put_bytes_field, put_int_field, put_string_field};
 
     fn answer(result: Option<&[u8]>, error: Option<(i64, &str)>) -> Vec<u8> {
         let mut out = Vec::new();
@@ -172,8 +167,8 @@ mod tests {
         }
         if let Some((code, message)) = error {
             let mut error = Vec::new();
-            put_int_field(&mut error, 1, code);
-            put_string_field(&mut error, 2, message);
+            put_int_field(&mut error, error_fields::CODE, code);
+            put_string_field(&mut error, error_fields::MESSAGE, message);
             put_bytes_field(&mut out, answer::ERROR, &error);
         }
         out

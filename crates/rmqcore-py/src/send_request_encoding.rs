@@ -7,15 +7,12 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use crate::protobuf_wire::{
+use rmqproto::fields::{message, send_request as request};
+use rmqproto::wire::{
     field_length, put_bytes_field, put_int_field, put_tag, put_varint, WIRE_LENGTH_DELIMITED,
 };
-use crate::send_batch::{message, request};
 
-/// Map entries (`map<string, string>`) are messages with the key as field 1 and the value
-/// as field 2.
-const MAP_KEY: u32 = 1;
-const MAP_VALUE: u32 = 2;
+use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
 
 /// Put a length-delimited field even when it is empty: `tags` is optional (present when
 /// set) and repeated strings keep their empty members.

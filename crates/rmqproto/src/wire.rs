@@ -1,6 +1,7 @@
 //! The protobuf wire format's primitives (varints, tags, length-delimited fields), for
-//! the broker messages the binding encodes and decodes itself (`pull_encoding.rs`,
-//! `send_batch.rs`). Field numbers live with each message's code.
+//! the broker messages the binding encodes and decodes itself without building them as
+//! structs first (`pull_encoding.rs`, `send_batch.rs`). Field numbers come from
+//! [`crate::fields`].
 
 pub const WIRE_VARINT: u32 = 0;
 pub const WIRE_FIXED64: u32 = 1;
