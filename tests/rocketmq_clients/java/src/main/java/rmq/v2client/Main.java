@@ -1,0 +1,98 @@
+package rmq.v2client;
+
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.Set;
+
+/**
+ * Entry point. JSON lines go to the real stdout; System.out is pointed at stderr before
+ * the client loads, so its console log (and anything else printed) stays out of them.
+ */
+public final class Main {
+    private static final String USAGE = String.join("\n",
+        "usage: COMMAND --endpoint HOST:PORT --topic TOPIC [--request-timeout-seconds S] ...",
+        "  produce --count N [--async] [--tag T] [--keys K1,K2] [--message-group G]",
+        "          [--property K=V ...] [--body-prefix P] [--size BYTES]",
+        "      send N messages with bodies P-<i> (padded with '.' to BYTES); one line per",
+        "      receipt {i, message_id, offset, broker, client_queue_id}, then {done, sent, seconds}",
+        "  simple-consume --group G --count N [--invisible-seconds S] [--max-seconds T]",
+        "          [--no-ack] [--tag-filter EXPR] [--await-seconds A]",
+        "      receive until N messages or T seconds; one line per message, then",
+        "      {done, received}",
+        "  push-consume --group G --count N [--max-seconds T] [--fail-first K]",
+        "          [--tag-filter EXPR] [--close-seconds C]",
+        "      a push consumer; one line per delivery with its result, FAILURE for the first",
+        "      K deliveries of each message; stops after N successes or T seconds, a second",
+        "      for the acks and at most C for closing; then",
+        "      {done, consumed, deliveries, complete, closed}",
+        "  redeliver --group G --invisible-seconds S [--max-seconds T] [--await-seconds A]",
+        "      receive one message without acking it, receive until it comes back, ack it;",
+        "      lines with delivery 1 and 2, then {done, received, redelivered}",
+        "Failures print {error, message, causes} and exit 1.",
+        "The client's logging (system properties): rocketmq.log.level (default warn),",
+        "  mq.consoleAppender.enabled (default true: to stderr), rocketmq.log.root (the",
+        "  directory of its rocketmq-client.log, default java.io.tmpdir)");
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        Json out = new Json(new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8));
+        System.setOut(System.err);
+        Logging.configure();
+        int status;
+        try {
+            status = run(args, out);
+        } catch (Options.UsageException e) {
+            System.err.println("rmq-v2client: " + e.getMessage());
+            System.err.println(USAGE);
+            status = 64;
+        } catch (Exception e) {
+            Throwable cause = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e;
+            out.print(Json.error(cause));
+            System.err.println("rmq-v2client: " + cause);
+            cause.printStackTrace(System.err);
+            status = 1;
+        }
+        Logging.flush();
+        // The client leaves non-daemon threads behind: exit explicitly.
+        System.exit(status);
+    }
+
+    private static int run(String[] args, Json out) throws Exception {
+        if (args.length == 0) {
+            throw new Options.UsageException("missing command");
+        }
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        switch (args[0]) {
+            case "produce": {
+                Options options = options(rest, Produce.FLAGS, Produce.VALUES);
+                return new Produce(new Clients(options), options).run(out);
+            }
+            case "simple-consume": {
+                Options options = options(rest, SimpleConsume.FLAGS, SimpleConsume.VALUES);
+                return new SimpleConsume(new Clients(options), options).run(out);
+            }
+            case "push-consume": {
+                Options options = options(rest, PushConsume.FLAGS, PushConsume.VALUES);
+                return new PushConsume(new Clients(options), options).run(out);
+            }
+            case "redeliver": {
+                Options options = options(rest, Redeliver.FLAGS, Redeliver.VALUES);
+                return new Redeliver(new Clients(options), options).run(out);
+            }
+            default:
+                throw new Options.UsageException("unknown command " + args[0]);
+        }
+    }
+
+    private static Options options(String[] args, Set<String> flags, Set<String> values) {
+        Set<String> names = new HashSet<>(values);
+        names.addAll(Clients.COMMON_OPTIONS);
+        return new Options(args, flags, names);
+    }
+}
