@@ -43,9 +43,8 @@ def client(module_brokers: Brokers, broker: LocalBroker) -> Client:
 
 @pytest.fixture(scope="module")
 def java(broker: LocalBroker, tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
-    endpoint = broker.state().get("rocketmq")
-    assert endpoint, f"serve.json names no RocketMQ access point: {broker.state()}"
-    return JavaClient(build_harness(), str(endpoint), tmp_path_factory.mktemp("java-client"))
+    endpoint = broker.rocketmq_endpoint
+    return JavaClient(build_harness(), endpoint, tmp_path_factory.mktemp("java-client"))
 
 
 @pytest.fixture
