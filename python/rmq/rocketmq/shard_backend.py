@@ -157,7 +157,11 @@ class ShardBackend:
                 return found
             # Woken by a send to the first queue; the others and redeliveries are
             # looked at again at least every second.
-            self._handler.signals.wait(key, version, min(remaining, 1.0))
+            pause = min(remaining, 1.0)
+            started = time.monotonic()
+            if not self._handler.signals.wait(key, version, pause):
+                # Too many receives wait already (each holds a thread): poll instead.
+                time.sleep(max(0.0, min(0.05, pause - (time.monotonic() - started))))
 
     def _claim(self, request: ReceiveRequest, queue_id: int, room: int) -> list[v2.Message]:
         if room <= 0:
@@ -194,7 +198,6 @@ class ShardBackend:
                     if offset not in taken and offset not in leases.leased:
                         leases.settle(offset)  # not for this group's filter
             book.changed()
-            self._commit(store, group, topic, queue_id, leases)
         for letter in dead:
             self._dead_letter(group, topic, letter)
         return out
@@ -234,7 +237,6 @@ class ShardBackend:
                     f"receipt (acked already, or delivered again since)",
                 )
             book.changed()
-            self._commit(store, group, topic, receipt.queue_id, leases)
 
     def change_invisible(
         self, group: str, topic: str, receipt_handle: str, invisible_ms: int
@@ -286,7 +288,6 @@ class ShardBackend:
             leases = self._leases(book, store, group, topic, letter.queue_id)
             leases.settle(letter.offset)
             book.changed()
-            self._commit(store, group, topic, letter.queue_id, leases)
         log.info(
             "moved %s/%d@%d to %s after %d deliveries",
             topic,
@@ -358,22 +359,23 @@ class ShardBackend:
             return None
         return found[0] if found else None
 
-    @staticmethod
-    def _commit(
-        store: rmq.Store, group: str, topic: str, queue_id: int, leases: QueueLeases
-    ) -> None:
-        if store.committed_offset(group, topic, queue_id) != leases.low:
-            store.commit_offset(group, topic, queue_id, leases.low)
-
     def _save_loop(self) -> None:
         while not self._stop.wait(SAVE_INTERVAL):
             self._save()
 
     def _save(self) -> None:
+        """Save each book that changed, and commit each group's acked edge as its offset
+        (batched here: the store writes consumerOffset.json at every commit)."""
         for shard, book in self._books.items():
+            store = self._stores[shard]
             try:
+                with book.lock:
+                    edges = [(key, leases.low) for key, leases in book.items()]
+                for (group, topic, queue_id), low in edges:
+                    if store.committed_offset(group, topic, queue_id) != low:
+                        store.commit_offset(group, topic, queue_id, low)
                 book.save()
-            except OSError as error:
+            except (OSError, errors.RmqError) as error:
                 log.warning("cannot save the RocketMQ v2 leases of shard %d: %s", shard, error)
 
     def close(self) -> None:
