@@ -25,6 +25,7 @@ BENCHMARKS = {
     "spark": "bench.spark",
     "scale": "bench.scale",
     "tier": "bench.tier",
+    "metrics": "bench.metrics_cost",
 }
 
 DEFAULT_ROUNDS = {"tiny": 2, "quick": 3, "full": 5}
