@@ -1,0 +1,142 @@
+//! Writing to `rmq.Store`: one message (`put`), a batch for one queue (`put_batch`, of
+//! bytes or `rmq.Message`s) and the broker's fast path (`put_send_batch`), which stores a
+//! parsed Send request and answers with the encoded response. Each builds the engine's
+//! `MessageDraft`s while it holds the GIL (they borrow the Python bytes) and appends them
+//! without it.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rmqcore::record::host::parse_host;
+use rmqcore::MessageDraft;
+
+use crate::errors::{invalid, to_py_err, without_gil};
+use crate::message::{checked_i32, extract_keys, extract_properties, PyMessage, PyPutResult};
+use crate::send_batch::{encode_send_response, PySendBatch};
+
+use super::PyStore;
+
+#[pymethods]
+impl PyStore {
+    #[pyo3(signature = (topic, body, *, queue_id = 0, tags = None, keys = None, properties = None, flag = 0, born_timestamp = None, born_host = None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
+    fn put(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        body: Bound<'_, PyBytes>,
+        queue_id: i64,
+        tags: Option<String>,
+        keys: Option<&Bound<'_, PyAny>>,
+        properties: Option<&Bound<'_, PyAny>>,
+        flag: i64,
+        born_timestamp: Option<i64>,
+        born_host: Option<&str>,
+    ) -> PyResult<PyPutResult> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let draft = MessageDraft {
+            body: body.as_bytes(),
+            tags,
+            keys: extract_keys(py, keys)?,
+            properties: extract_properties(py, properties)?,
+            flag: checked_i32(py, "flag", flag)?,
+            born_timestamp,
+            born_host: born_host
+                .map(|host| parse_host("born_host", host))
+                .transpose()
+                .map_err(|error| to_py_err(py, error))?,
+        };
+        let store = &self.inner;
+        without_gil(py, || store.put(topic, queue_id, &draft)).map(PyPutResult::from)
+    }
+
+    #[pyo3(signature = (topic, queue_id, messages, *, born_host = None))]
+    fn put_batch(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i64,
+        messages: &Bound<'_, PyAny>,
+        born_host: Option<&str>,
+    ) -> PyResult<Vec<PyPutResult>> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let born_host = born_host
+            .map(|host| parse_host("born_host", host))
+            .transpose()
+            .map_err(|error| to_py_err(py, error))?;
+        let items: Vec<Bound<'_, PyAny>> = messages
+            .try_iter()
+            .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
+            .collect::<PyResult<_>>()?;
+        let mut bodies: Vec<Bound<'_, PyBytes>> = Vec::with_capacity(items.len());
+        let mut metadata: Vec<Option<Bound<'_, PyMessage>>> = Vec::with_capacity(items.len());
+        for item in &items {
+            if let Ok(bytes) = item.cast::<PyBytes>() {
+                bodies.push(bytes.clone());
+                metadata.push(None);
+            } else if let Ok(message) = item.cast::<PyMessage>() {
+                bodies.push(message.get().body.bind(py).clone());
+                metadata.push(Some(message.clone()));
+            } else {
+                return Err(invalid(
+                    py,
+                    "messages",
+                    "each message must be bytes or rmq.Message",
+                ));
+            }
+        }
+        let drafts: Vec<MessageDraft<'_>> = bodies
+            .iter()
+            .zip(&metadata)
+            .map(|(body, message)| match message {
+                None => MessageDraft {
+                    body: body.as_bytes(),
+                    born_host,
+                    ..Default::default()
+                },
+                Some(message) => {
+                    let message = message.get();
+                    MessageDraft {
+                        body: body.as_bytes(),
+                        tags: message.tags.clone(),
+                        keys: message.keys.clone(),
+                        properties: message.properties.clone(),
+                        flag: message.flag,
+                        born_timestamp: (message.born_timestamp != 0)
+                            .then_some(message.born_timestamp),
+                        born_host,
+                    }
+                }
+            })
+            .collect();
+        let store = &self.inner;
+        let results = without_gil(py, || store.put_batch(topic, queue_id, &drafts))?;
+        Ok(results.into_iter().map(PyPutResult::from).collect())
+    }
+
+    /// Store a Send request decoded by `SendBatch.parse` and return the serialized
+    /// `SendResponse`: the broker's fast path, with no Python object per message.
+    #[pyo3(signature = (batch, *, born_host = None))]
+    fn put_send_batch(
+        &self,
+        py: Python<'_>,
+        batch: &Bound<'_, PySendBatch>,
+        born_host: Option<&str>,
+    ) -> PyResult<Py<PyBytes>> {
+        let born_host = born_host
+            .map(|host| parse_host("born_host", host))
+            .transpose()
+            .map_err(|error| to_py_err(py, error))?;
+        let batch = batch.get();
+        let drafts = batch.drafts(py, born_host);
+        let (topic, queue_id, sequence) = (batch.topic(), batch.queue_id(), batch.sequence());
+        let store = &self.inner;
+        let encoded = without_gil(py, || {
+            let results = store.put_batch(topic, queue_id, &drafts)?;
+            Ok(encode_send_response(&results, sequence))
+        })?;
+        Ok(PyBytes::new(py, &encoded).unbind())
+    }
+}
