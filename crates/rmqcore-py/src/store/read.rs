@@ -81,6 +81,15 @@ impl PullArguments {
     }
 }
 
+/// Messages read from a queue: each keeps a copy of its record and decodes it lazily.
+fn records_to_list(py: Python<'_>, records: Vec<Box<[u8]>>) -> PyResult<Py<PyList>> {
+    let objects = records
+        .into_iter()
+        .map(|record| Py::new(py, PyMessage::from_record(record)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, objects)?.unbind())
+}
+
 fn messages_to_list(py: Python<'_>, messages: Vec<rmqcore::StoredMessage>) -> PyResult<Py<PyList>> {
     let objects = messages
         .into_iter()
@@ -101,8 +110,8 @@ impl PyStore {
         max_count: i64,
         tags: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyList>> {
-        let result = self.pull_inner(py, topic, queue_id, offset, max_count, tags, None)?;
-        messages_to_list(py, result.messages)
+        let (records, _) = self.pull_inner(py, topic, queue_id, offset, max_count, tags, None)?;
+        records_to_list(py, records)
     }
 
     #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None, max_bytes = None))]
@@ -120,12 +129,13 @@ impl PyStore {
         tags: Option<&Bound<'_, PyAny>>,
         max_bytes: Option<i64>,
     ) -> PyResult<PyPullResult> {
-        let result = self.pull_inner(py, topic, queue_id, offset, max_count, tags, max_bytes)?;
+        let (records, pulled) =
+            self.pull_inner(py, topic, queue_id, offset, max_count, tags, max_bytes)?;
         Ok(PyPullResult {
-            next_offset: result.next_offset,
-            min_offset: result.min_offset,
-            max_offset: result.max_offset,
-            messages: messages_to_list(py, result.messages)?,
+            next_offset: pulled.next_offset,
+            min_offset: pulled.min_offset,
+            max_offset: pulled.max_offset,
+            messages: records_to_list(py, records)?,
         })
     }
 
@@ -225,7 +235,7 @@ impl PyStore {
         max_count: i64,
         tags: Option<&Bound<'_, PyAny>>,
         max_bytes: Option<i64>,
-    ) -> PyResult<rmqcore::PullResult> {
+    ) -> PyResult<(Vec<Box<[u8]>>, rmqcore::Pulled)> {
         let PullArguments {
             queue_id,
             max_count,
@@ -234,14 +244,17 @@ impl PyStore {
         } = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
         let store = &self.inner;
         without_gil(py, || {
-            store.pull(
+            let mut records = Vec::new();
+            let pulled = store.pull_each(
                 topic,
                 queue_id,
                 offset,
                 max_count,
                 filter.as_ref(),
                 max_bytes,
-            )
+                |view| records.push(Box::from(view.raw)),
+            )?;
+            Ok((records, pulled))
         })
     }
 }

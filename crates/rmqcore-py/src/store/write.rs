@@ -10,7 +10,9 @@ use rmqcore::record::host::parse_host;
 use rmqcore::MessageDraft;
 
 use crate::errors::{invalid, to_py_err, without_gil};
-use crate::message::{checked_i32, extract_keys, extract_properties, PyMessage, PyPutResult};
+use crate::message::{
+    checked_i32, extract_keys, extract_properties, DraftParts, PyMessage, PyPutResult,
+};
 use crate::send_batch::{encode_send_response, PySendBatch};
 
 use super::PyStore;
@@ -71,14 +73,15 @@ impl PyStore {
             .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
             .collect::<PyResult<_>>()?;
         let mut bodies: Vec<Bound<'_, PyBytes>> = Vec::with_capacity(items.len());
-        let mut metadata: Vec<Option<Bound<'_, PyMessage>>> = Vec::with_capacity(items.len());
+        let mut metadata: Vec<Option<DraftParts>> = Vec::with_capacity(items.len());
         for item in &items {
             if let Ok(bytes) = item.cast::<PyBytes>() {
                 bodies.push(bytes.clone());
                 metadata.push(None);
             } else if let Ok(message) = item.cast::<PyMessage>() {
-                bodies.push(message.get().body.bind(py).clone());
-                metadata.push(Some(message.clone()));
+                let parts = message.get().draft_parts(py);
+                bodies.push(parts.body.bind(py).clone());
+                metadata.push(Some(parts));
             } else {
                 return Err(invalid(
                     py,
@@ -96,19 +99,15 @@ impl PyStore {
                     born_host,
                     ..Default::default()
                 },
-                Some(message) => {
-                    let message = message.get();
-                    MessageDraft {
-                        body: body.as_bytes(),
-                        tags: message.tags.clone(),
-                        keys: message.keys.clone(),
-                        properties: message.properties.clone(),
-                        flag: message.flag,
-                        born_timestamp: (message.born_timestamp != 0)
-                            .then_some(message.born_timestamp),
-                        born_host,
-                    }
-                }
+                Some(message) => MessageDraft {
+                    body: body.as_bytes(),
+                    tags: message.tags.clone(),
+                    keys: message.keys.clone(),
+                    properties: message.properties.clone(),
+                    flag: message.flag,
+                    born_timestamp: (message.born_timestamp != 0).then_some(message.born_timestamp),
+                    born_host,
+                },
             })
             .collect();
         let store = &self.inner;

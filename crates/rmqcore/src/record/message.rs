@@ -165,26 +165,44 @@ pub struct StoredMessage {
     pub prepared_transaction_offset: i64,
 }
 
-impl StoredMessage {
-    pub fn from_record(view: &RecordView<'_>) -> Self {
-        let mut tags = None;
-        let mut keys = Vec::new();
-        let mut properties = Vec::new();
-        for (name, value) in decode_properties(view.properties) {
+/// A record's properties as a reader sees them: the tag, the keys, and the rest (the
+/// record CRC property hidden: it is storage integrity, not the producer's, like the
+/// header fields).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MessageProperties {
+    pub tags: Option<String>,
+    pub keys: Vec<String>,
+    pub properties: Vec<(String, String)>,
+}
+
+impl MessageProperties {
+    pub fn decode(raw: &[u8]) -> Self {
+        let mut out = MessageProperties::default();
+        for (name, value) in decode_properties(raw) {
             match name.as_str() {
-                PROPERTY_TAGS => tags = Some(value),
-                // Storage integrity, not the producer's: hidden like the header fields.
+                PROPERTY_TAGS => out.tags = Some(value),
                 CRC_PROPERTY_NAME => {}
                 PROPERTY_KEYS => {
-                    keys = value
+                    out.keys = value
                         .split(KEY_SEPARATOR)
                         .filter(|k| !k.is_empty())
                         .map(str::to_owned)
                         .collect()
                 }
-                _ => properties.push((name, value)),
+                _ => out.properties.push((name, value)),
             }
         }
+        out
+    }
+}
+
+impl StoredMessage {
+    pub fn from_record(view: &RecordView<'_>) -> Self {
+        let MessageProperties {
+            tags,
+            keys,
+            properties,
+        } = MessageProperties::decode(view.properties);
         StoredMessage {
             topic: view.topic_str().into_owned(),
             queue_id: view.queue_id,

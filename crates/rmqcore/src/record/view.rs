@@ -34,6 +34,8 @@ pub struct RecordView<'a> {
     pub body: &'a [u8],
     pub topic: &'a [u8],
     pub properties: &'a [u8],
+    /// The whole record (`total_size` bytes): what a reader copies to decode it later.
+    pub raw: &'a [u8],
     /// Tags and keys, found in one pass over `properties` the first time any is asked
     /// for: dispatch asks for all three of each record it writes.
     dispatch_properties: OnceCell<DispatchProperties<'a>>,
@@ -255,6 +257,7 @@ pub fn decode_record(buf: &[u8], check_body_crc: bool) -> Result<Decoded<'_>, De
         body,
         topic: &record[topic_at..topic_at + topic_length],
         properties: &record[properties_at..properties_at + properties_length],
+        raw: record,
         dispatch_properties: OnceCell::new(),
     };
     if check_body_crc
