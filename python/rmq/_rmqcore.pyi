@@ -29,6 +29,7 @@ __all__ = [
     "SegmentDecoder",
     "SendBatch",
     "SendFuture",
+    "ShardServer",
     "Store",
     "TierReader",
     "VerifyReport",
@@ -37,6 +38,7 @@ __all__ = [
     "decode_pull_response",
     "encode_send_batches",
     "java_string_hash",
+    "native_status_codes",
     "send_batches_response",
     "split_send_batches",
     "stored_answer",
@@ -723,6 +725,37 @@ class DecodedBatch:
         Children of nested columns are named ``keys.element``, ``properties.key`` and
         ``properties.value``; timestamps are milliseconds since the epoch; ``body_crc_ok``
         is ``[validity, values]`` (not valid where CRCs were not verified)."""
+
+@final
+class ShardServer:
+    """A shard process's native data plane: the engine's own gRPC server on the shard's
+    port. It answers ``Send``, ``SendBatches`` and ``Pull`` and forwards every other call
+    to the process's Python server on ``internal_port`` (loopback)."""
+
+    def __new__(
+        cls,
+        host: str,
+        port: int,
+        internal_port: int,
+        stores: Sequence[tuple[int, Store]],
+        limits: Mapping[str, int],
+        *,
+        token: str | None = None,
+    ) -> ShardServer: ...
+    @property
+    def port(self) -> int: ...
+    def host_topic(self, topic: str, shards: Sequence[int]) -> None:
+        """Queue ``i`` of ``topic`` lives in shard directory ``shards[i]``."""
+    def drop_topic(self, topic: str) -> None: ...
+    def notify(self, topic: str, queue_id: int) -> None:
+        """Wake the pulls waiting on this queue (a send through the Python path)."""
+    def version(self, topic: str, queue_id: int) -> int: ...
+    def wait(self, topic: str, queue_id: int, version: int, timeout: float) -> bool:
+        """Block until the queue's version changes or ``timeout`` seconds pass."""
+    def close(self) -> None: ...
+
+def native_status_codes() -> dict[str, int]:
+    """The native data plane's status code for each ``rmq.errors`` engine class."""
 
 @final
 class TierReader:

@@ -1,35 +1,11 @@
-//! `rmq._rmqcore.SendBatch`: a shard's Send request (`rmq.v1.SendRequest`, see
-//! proto/rmq/v1/broker.proto) decoded without a Python object per message, and the
-//! `SendResponse` the shard answers with, encoded the same way.
-//!
-//! This is the fast path only. `SendBatch.parse` returns `None` for anything it does not
-//! take as it is: bytes that are not valid protobuf, and any message that the broker's
-//! checks (python/rmq/broker/validation.py) would refuse or that the Python path would
-//! store differently (a property name given twice). The shard then runs the Python path,
-//! which gives the precise error. A test compares the two paths on random requests.
+//! `rmq._rmqcore.SendBatch`: a shard's Send request decoded by `rmqnet::codec::send`
+//! without a Python object per message, for the Python shard's fast path. `parse` returns
+//! `None` for anything that codec leaves to the checked path.
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rmqcore::{MessageDraft, PutResult};
-
-use rmqproto::fields::{message, send_request as request, send_response as response};
-use rmqproto::wire::{put_bytes_field, put_tag, put_varint, WireReader, WireValue};
-use rmqproto::wire::{WIRE_LENGTH_DELIMITED, WIRE_VARINT};
-
-const PROPERTY_SEPARATORS: [char; 2] = ['\u{1}', '\u{2}'];
-/// Set through their own fields, never as plain properties (validation.py).
-const RESERVED_PROPERTIES: [&str; 2] = ["TAGS", "KEYS"];
-
-/// Byte ranges of one message inside the request.
-pub(crate) struct MessageSpans {
-    pub(crate) body: (usize, usize),
-    pub(crate) tags: Option<String>,
-    pub(crate) keys: Vec<String>,
-    pub(crate) properties: Vec<(String, String)>,
-    pub(crate) flag: i32,
-    /// 0: not given (the store uses the time of the put).
-    pub(crate) born_timestamp: i64,
-}
+use rmqcore::MessageDraft;
+use rmqnet::codec::send::{decode_request, MessageSpans};
 
 #[pyclass(name = "SendBatch", module = "rmq._rmqcore", frozen)]
 pub struct PySendBatch {
@@ -65,15 +41,7 @@ impl PySendBatch {
         let raw = self.raw.bind(py).as_bytes();
         self.messages
             .iter()
-            .map(|message| MessageDraft {
-                body: &raw[message.body.0..message.body.1],
-                tags: message.tags.clone(),
-                keys: message.keys.clone(),
-                properties: message.properties.clone(),
-                flag: message.flag,
-                born_timestamp: (message.born_timestamp != 0).then_some(message.born_timestamp),
-                born_host,
-            })
+            .map(|message| message.draft(raw, born_host))
             .collect()
     }
 }
@@ -123,156 +91,4 @@ impl PySendBatch {
             self.messages.len(),
         )
     }
-}
-
-pub(crate) type DecodedRequest = (String, i32, u64, Vec<MessageSpans>);
-
-pub(crate) fn decode_request(raw: &[u8]) -> Option<DecodedRequest> {
-    let base = raw.as_ptr() as usize;
-    let mut topic = String::new();
-    let mut queue_id = 0i32;
-    let mut sequence = 0u64;
-    let mut messages = Vec::new();
-    let mut reader = WireReader::new(raw);
-    while let Some((field, value)) = reader.next_field()? {
-        match (field, value) {
-            (request::TOPIC, WireValue::Bytes(bytes)) => topic = utf8(bytes)?,
-            (request::QUEUE_ID, WireValue::Varint(value)) => queue_id = value as i32,
-            (request::SEQUENCE, WireValue::Varint(value)) => sequence = value,
-            (request::MESSAGES, WireValue::Bytes(bytes)) => {
-                let offset = bytes.as_ptr() as usize - base;
-                messages.push(decode_message(bytes, offset)?);
-            }
-            // A known field with the wrong wire type: let protobuf itself judge it.
-            (request::TOPIC | request::QUEUE_ID | request::SEQUENCE | request::MESSAGES, _) => {
-                return None
-            }
-            _ => {}
-        }
-    }
-    Some((topic, queue_id, sequence, messages))
-}
-
-/// One `Message`; `None` for anything the broker's checks refuse.
-fn decode_message(bytes: &[u8], offset: usize) -> Option<MessageSpans> {
-    let base = bytes.as_ptr() as usize;
-    let mut spans = MessageSpans {
-        body: (offset, offset),
-        tags: None,
-        keys: Vec::new(),
-        properties: Vec::new(),
-        flag: 0,
-        born_timestamp: 0,
-    };
-    let mut reader = WireReader::new(bytes);
-    while let Some((field, value)) = reader.next_field()? {
-        match (field, value) {
-            (message::BODY, WireValue::Bytes(body)) => {
-                let start = offset + (body.as_ptr() as usize - base);
-                spans.body = (start, start + body.len());
-            }
-            (message::TAGS, WireValue::Bytes(tags)) => spans.tags = Some(utf8(tags)?),
-            (message::KEYS, WireValue::Bytes(key)) => spans.keys.push(utf8(key)?),
-            (message::PROPERTIES, WireValue::Bytes(entry)) => {
-                let (name, value) = decode_map_entry(entry)?;
-                if spans.properties.iter().any(|(known, _)| *known == name) {
-                    return None; // a dict keeps the last; take the Python path
-                }
-                spans.properties.push((name, value));
-            }
-            (message::FLAG, WireValue::Varint(flag)) => spans.flag = flag as i32,
-            (message::BORN_TIMESTAMP, WireValue::Varint(born)) => {
-                spans.born_timestamp = born as i64
-            }
-            (message::BODY | message::TAGS | message::KEYS | message::PROPERTIES, _)
-            | (message::FLAG | message::BORN_TIMESTAMP, _) => return None,
-            _ => {}
-        }
-    }
-    acceptable_message(&spans).then_some(spans)
-}
-
-fn decode_map_entry(entry: &[u8]) -> Option<(String, String)> {
-    let mut name = String::new();
-    let mut value = String::new();
-    let mut reader = WireReader::new(entry);
-    while let Some((field, item)) = reader.next_field()? {
-        match (field, item) {
-            (1, WireValue::Bytes(bytes)) => name = utf8(bytes)?,
-            (2, WireValue::Bytes(bytes)) => value = utf8(bytes)?,
-            (1 | 2, _) => return None,
-            _ => {}
-        }
-    }
-    Some((name, value))
-}
-
-fn utf8(bytes: &[u8]) -> Option<String> {
-    std::str::from_utf8(bytes).ok().map(str::to_owned)
-}
-
-/// `validation.check_message`'s rules, as a yes/no.
-fn acceptable_message(message: &MessageSpans) -> bool {
-    let clean = |text: &str| !text.contains(PROPERTY_SEPARATORS);
-    let tags_ok = message
-        .tags
-        .as_deref()
-        .map_or(true, |tags| !tags.is_empty() && clean(tags));
-    let keys_ok = message
-        .keys
-        .iter()
-        .all(|key| !key.is_empty() && !key.contains(' ') && clean(key));
-    let properties_ok = message.properties.iter().all(|(name, value)| {
-        !name.is_empty()
-            && !RESERVED_PROPERTIES.contains(&name.as_str())
-            && !value.is_empty()
-            && clean(name)
-            && clean(value)
-    });
-    tags_ok && keys_ok && properties_ok
-}
-
-/// A serialized `SendResponse` for `results`, in the order of the request.
-pub fn encode_send_response(results: &[PutResult], sequence: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(results.len() * 64 + 16);
-    for result in results {
-        put_bytes_field(&mut out, response::MSG_IDS, result.msg_id().as_bytes());
-    }
-    let mut packed = Vec::with_capacity(results.len() * 10);
-    let mut put_packed = |out: &mut Vec<u8>, field: u32, values: &mut dyn Iterator<Item = i64>| {
-        packed.clear();
-        for value in values {
-            put_varint(&mut packed, value as u64);
-        }
-        if !packed.is_empty() {
-            put_tag(out, field, WIRE_LENGTH_DELIMITED);
-            put_varint(out, packed.len() as u64);
-            out.extend_from_slice(&packed);
-        }
-    };
-    put_packed(
-        &mut out,
-        response::COMMITLOG_OFFSETS,
-        &mut results.iter().map(|r| r.commitlog_offset),
-    );
-    put_packed(
-        &mut out,
-        response::QUEUE_OFFSETS,
-        &mut results.iter().map(|r| r.queue_offset),
-    );
-    put_packed(
-        &mut out,
-        response::STORE_TIMESTAMPS,
-        &mut results.iter().map(|r| r.store_timestamp),
-    );
-    put_packed(
-        &mut out,
-        response::STORE_SIZES,
-        &mut results.iter().map(|r| i64::from(r.store_size)),
-    );
-    if sequence != 0 {
-        put_tag(&mut out, response::SEQUENCE, WIRE_VARINT);
-        put_varint(&mut out, sequence);
-    }
-    out
 }

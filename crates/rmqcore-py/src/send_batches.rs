@@ -10,29 +10,24 @@ use pyo3::types::PyBytes;
 use crate::producer_core::PyOutgoingBatch;
 use crate::send_request_encoding::request_head;
 use rmqproto::fields::send_stream_response as answer;
+use rmqproto::wire::WIRE_LENGTH_DELIMITED;
 use rmqproto::wire::{field_length, put_tag, put_varint, WireReader, WireValue};
-use rmqproto::wire::{WIRE_LENGTH_DELIMITED, WIRE_VARINT};
 
 /// `SendBatchesRequest.batches`.
 use rmqproto::fields::send_batches_request::BATCHES;
-/// `SendBatchesResponse.answers`.
-const ANSWERS: u32 = 1;
-/// `SendResponse.sequence`.
-use rmqproto::fields::send_response::SEQUENCE as SEND_RESPONSE_SEQUENCE;
+use rmqproto::fields::send_batches_response::ANSWERS;
 
 /// The `SendRequest`s of an encoded `SendBatchesRequest`, still encoded; None when the
 /// bytes are not one (malformed, or a field other than `batches`).
 #[pyfunction]
 pub fn split_send_batches<'py>(py: Python<'py>, raw: &[u8]) -> Option<Vec<Bound<'py, PyBytes>>> {
-    let mut reader = WireReader::new(raw);
-    let mut batches = Vec::new();
-    while let Some((field, value)) = reader.next_field()? {
-        match (field, value) {
-            (BATCHES, WireValue::Bytes(batch)) => batches.push(PyBytes::new(py, batch)),
-            _ => return None,
-        }
-    }
-    Some(batches)
+    let parts = rmqnet::codec::batches::split(raw)?;
+    Some(
+        parts
+            .into_iter()
+            .map(|part| PyBytes::new(py, part))
+            .collect(),
+    )
 }
 
 /// One `SendBatchesRequest` carrying `batches` (each a producer's `OutgoingBatch`).
@@ -119,22 +114,8 @@ fn parse_error(raw: &[u8]) -> Option<BatchAnswer> {
 /// decoding the response into protobuf objects and encoding it again.
 #[pyfunction]
 pub fn stored_answer<'py>(py: Python<'py>, response: &[u8]) -> Option<Bound<'py, PyBytes>> {
-    let mut sequence = 0;
-    let mut reader = WireReader::new(response);
-    while let Some((field, value)) = reader.next_field()? {
-        if let (SEND_RESPONSE_SEQUENCE, WireValue::Varint(value)) = (field, value) {
-            sequence = value;
-        }
-    }
-    let mut out = Vec::with_capacity(response.len() + 16);
-    if sequence != 0 {
-        put_tag(&mut out, answer::SEQUENCE, WIRE_VARINT);
-        put_varint(&mut out, sequence);
-    }
-    put_tag(&mut out, answer::RESULT, WIRE_LENGTH_DELIMITED);
-    put_varint(&mut out, response.len() as u64);
-    out.extend_from_slice(response);
-    Some(PyBytes::new(py, &out))
+    let answer = rmqnet::codec::batches::stored_answer(response)?;
+    Some(PyBytes::new(py, &answer))
 }
 
 /// A `SendBatchesResponse` from its encoded answers (`SendStreamResponse`s), in order.
@@ -143,14 +124,8 @@ pub fn send_batches_response<'py>(
     py: Python<'py>,
     answers: Vec<Bound<'py, PyBytes>>,
 ) -> Bound<'py, PyBytes> {
-    let mut out = Vec::new();
-    for answer in &answers {
-        let answer = answer.as_bytes();
-        put_tag(&mut out, ANSWERS, WIRE_LENGTH_DELIMITED);
-        put_varint(&mut out, answer.len() as u64);
-        out.extend_from_slice(answer);
-    }
-    PyBytes::new(py, &out)
+    let response = rmqnet::codec::batches::response(answers.iter().map(|a| a.as_bytes()));
+    PyBytes::new(py, &response)
 }
 
 #[cfg(test)]

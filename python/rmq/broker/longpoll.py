@@ -10,8 +10,18 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Protocol
 
 QueueKey = tuple[str, int]
+
+
+class NativeSignals(Protocol):
+    """The native data plane's wake-ups (``rmq._rmqcore.ShardServer``): with one, sends
+    through either side wake waiters on both."""
+
+    def version(self, topic: str, queue_id: int) -> int: ...
+    def notify(self, topic: str, queue_id: int) -> None: ...
+    def wait(self, topic: str, queue_id: int, version: int, timeout: float) -> bool: ...
 
 
 class QueueSignals:
@@ -24,12 +34,22 @@ class QueueSignals:
         self._waiters = 0
         self._max_waiters = max_waiters
         self._closed = False
+        self._native: NativeSignals | None = None
+
+    def attach(self, native: NativeSignals) -> None:
+        """From now on keep versions in ``native``, shared with the native data plane."""
+        self._native = native
 
     def version(self, key: QueueKey) -> int:
+        if self._native is not None:
+            return self._native.version(*key)
         with self._lock:
             return self._versions.get(key, 0)
 
     def notify(self, key: QueueKey) -> None:
+        if self._native is not None:
+            self._native.notify(*key)
+            return
         with self._lock:
             self._versions[key] = self._versions.get(key, 0) + 1
             condition = self._conditions.get(key)
@@ -42,6 +62,17 @@ class QueueSignals:
         Returns whether it changed. When too many pulls already wait (each holds a
         server thread), returns at once so that sends keep getting threads.
         """
+        native = self._native
+        if native is not None:
+            with self._lock:
+                if self._waiters >= self._max_waiters or self._closed:
+                    return native.version(*key) != version
+                self._waiters += 1
+            try:
+                return native.wait(key[0], key[1], version, timeout)
+            finally:
+                with self._lock:
+                    self._waiters -= 1
         deadline = time.monotonic() + timeout
         with self._lock:
             if self._waiters >= self._max_waiters:

@@ -62,9 +62,18 @@ def unary(
     return grpc.unary_unary_rpc_method_handler(behaviour)
 
 
+FORWARDED_PEER = "x-rmq-peer"
+_LOOPBACK_PEERS = ("ipv4:127.0.0.1:", "ipv6:%5B::1%5D:")
+
+
 def born_host(context: grpc.ServicerContext) -> str | None:
-    """The client's address as host:port, from gRPC's ``ipv4:1.2.3.4:5`` form."""
+    """The client's address as host:port, from gRPC's ``ipv4:1.2.3.4:5`` form; behind the
+    native data plane (which calls from loopback), the address it forwards."""
     peer = context.peer() or ""
+    if peer.startswith(_LOOPBACK_PEERS):
+        for name, value in context.invocation_metadata() or ():
+            if name == FORWARDED_PEER:
+                return str(value)
     kind, _, address = peer.partition(":")
     if kind == "ipv4" and address:
         return address

@@ -51,12 +51,22 @@ class ShardHandler:
         self._lock = threading.Lock()
         self._layouts: dict[str, tuple[int, ...]] = {}
         self._signals = QueueSignals(max_waiting_pulls)
+        self._native: Any = None
         for topic, shards in (layouts or {}).items():
             self.host_topic(topic, shards)
 
     @property
     def limits(self) -> Limits:
         return self._limits
+
+    def attach_native(self, server: Any) -> None:
+        """The process's native data plane (``rmq._rmqcore.ShardServer``) answers sends
+        and pulls in front of this handler: it learns every topic layout, and both share
+        the long-poll wake-ups."""
+        self._signals.attach(server)
+        self._native = server
+        for topic, shards in self.layouts().items():
+            server.host_topic(topic, list(shards))
 
     # ---- topic layout (from the supervisor) ----
 
@@ -77,11 +87,15 @@ class ShardHandler:
                 store.create_topic(topic, len(shards))
         with self._lock:
             self._layouts[topic] = tuple(shards)
+        if self._native is not None:
+            self._native.host_topic(topic, list(shards))
 
     def drop_topic(self, topic: str) -> None:
         check_topic(topic)
         with self._lock:
             shards = self._layouts.pop(topic, ())
+        if self._native is not None:
+            self._native.drop_topic(topic)
         for shard in sorted(set(shards)):
             store = self._stores.get(shard)
             if store is not None and topic in store.topics():

@@ -23,7 +23,8 @@ from typing import Any
 from grpc_health.v1 import health_pb2
 
 import rmq
-from rmq.broker.server import Security, build_server
+from rmq._rmqcore import ShardServer
+from rmq.broker.server import LOOPBACK, Security, build_server
 from rmq.broker.servicer import SHARD_SERVICE, shard_service
 from rmq.broker.shard_handler import ShardHandler, store_host_for
 from rmq.broker.validation import Limits
@@ -101,6 +102,27 @@ def _watch_parent(parent: int, stop: threading.Event) -> None:
             stop.set()
 
 
+def _native_data_plane(
+    args: argparse.Namespace,
+    internal_port: int,
+    stores: dict[int, rmq.Store],
+    limits: Limits,
+    security: Security,
+) -> ShardServer:
+    """The engine's own gRPC server on the shard's port: it answers sends and pulls and
+    passes every other call to the Python server on ``internal_port``."""
+    bounds = {name: getattr(limits, name) for name in limits.__dataclass_fields__}
+    bounds["max_request_bytes"] = limits.max_request_bytes
+    return ShardServer(
+        args.host,
+        args.port,
+        internal_port,
+        list(stores.items()),
+        bounds,
+        token=security.token,
+    )
+
+
 def _serve_rocketmq(
     args: argparse.Namespace,
     server: Any,
@@ -148,6 +170,13 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-workers", type=int, default=64)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--no-metrics", action="store_true", help="serve no metrics")
+    parser.add_argument(
+        "--data-plane",
+        choices=["native", "python"],
+        default="native",
+        help="who answers Send, SendBatches and Pull: the engine's own server in front of "
+        "the Python one (native), or the Python server alone (python; always with TLS)",
+    )
     parser.add_argument(
         "--supervisor", help="the supervisor's Route service (for the RocketMQ v2 service)"
     )
@@ -206,15 +235,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.close()
         return EXIT_STORE_FAILED
 
+    native_plane = args.data_plane == "native" and not security.tls
     try:
         server, port, health = build_server(
             [shard_service(handler)],
-            host=args.host,
-            port=args.port,
+            # Behind the native data plane, the Python server listens on loopback only.
+            host=LOOPBACK if native_plane else args.host,
+            port=0 if native_plane else args.port,
             security=security,
             limits=limits,
             max_workers=args.max_workers,
         )
+        native = _native_data_plane(args, port, stores, limits, security) if native_plane else None
     except (OSError, RuntimeError):
         # gRPC's own message names no reason; the supervisor explains the port choice.
         reason = bind_problem(args.host, args.port) or "gRPC could not bind it"
@@ -223,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for store in stores.values():
             store.close()
         return EXIT_CANNOT_LISTEN
+    if native is not None:
+        handler.attach_native(native)
+        port = native.port
     rocketmq = _serve_rocketmq(args, server, handler, stores, limits, security)
     server.start()
     metrics_server: Any = None
@@ -252,6 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         publisher.join()
     health.enter_graceful_shutdown()
     handler.close()
+    if native is not None:
+        native.close()
     server.stop(grace=5).wait()
     for part in rocketmq:
         part.close()

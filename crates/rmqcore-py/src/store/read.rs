@@ -10,7 +10,7 @@ use rmqcore::tag_filter::TagFilter;
 
 use crate::errors::{invalid, without_gil};
 use crate::message::{checked_i32, PyMessage};
-use crate::pull_encoding::PullEncoder;
+use rmqnet::codec::pull::PullEncoder;
 
 use super::{usize_option, PyStore};
 

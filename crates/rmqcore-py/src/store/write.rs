@@ -13,7 +13,8 @@ use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{
     checked_i32, extract_keys, extract_properties, DraftParts, PyMessage, PyPutResult,
 };
-use crate::send_batch::{encode_send_response, PySendBatch};
+use crate::send_batch::PySendBatch;
+use rmqnet::codec::send::encode_send_response;
 
 use super::PyStore;
 

@@ -3,7 +3,7 @@
 //!
 //! The output is field 1 (`repeated StoredMessage messages`) of `PullResponse`; protobuf
 //! readers merge concatenated fields, so the shard appends the response's scalar fields
-//! encoded by the Python protobuf library. Field numbers below are the .proto's; a test in
+//! encoded by the Python protobuf library. Field numbers come from `rmqproto`; a test in
 //! tests/ decodes this output with the generated Python classes and compares it with the
 //! message-by-message encoding, so a change to the .proto that is not made here fails.
 
@@ -126,4 +126,15 @@ fn put_text(out: &mut Vec<u8>, field: u32, text: &str) {
     put_tag(out, field, WIRE_LENGTH_DELIMITED);
     put_varint(out, text.len() as u64);
     out.extend_from_slice(text.as_bytes());
+}
+
+/// The scalar fields of a `PullResponse`, appended after its encoded messages (protobuf
+/// readers merge fields that follow one another).
+pub fn response_tail(next_offset: i64, min_offset: i64, max_offset: i64) -> Vec<u8> {
+    use rmqproto::fields::pull_response as response;
+    let mut out = Vec::with_capacity(33);
+    put_int_field(&mut out, response::NEXT_OFFSET, next_offset);
+    put_int_field(&mut out, response::MIN_OFFSET, min_offset);
+    put_int_field(&mut out, response::MAX_OFFSET, max_offset);
+    out
 }

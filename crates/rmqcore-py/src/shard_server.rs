@@ -1,0 +1,134 @@
+//! `rmq._rmqcore.ShardServer`: the native data plane of a shard process (`rmqnet`),
+//! started by `rmq.cluster.shard` in front of the process's Python gRPC server. Python
+//! tells it the topics' layouts and shares its long-poll wake-ups; it never calls Python.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use rmqnet::signals::QueueSignals;
+use rmqnet::{Limits, Settings, Shard, ShardServer};
+
+use crate::store::PyStore;
+
+#[pyclass(name = "ShardServer", module = "rmq._rmqcore", frozen)]
+pub struct PyShardServer {
+    server: Mutex<Option<ShardServer>>,
+    shard: Arc<Shard>,
+    signals: Arc<QueueSignals>,
+    #[pyo3(get)]
+    port: u16,
+}
+
+fn address(host: &str, port: u16) -> PyResult<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut found| found.next())
+        .ok_or_else(|| PyValueError::new_err(format!("cannot resolve {host}:{port}")))
+}
+
+fn limit(limits: &HashMap<String, u64>, name: &str) -> PyResult<usize> {
+    limits
+        .get(name)
+        .map(|&value| value as usize)
+        .ok_or_else(|| PyValueError::new_err(format!("limits has no {name}")))
+}
+
+#[pymethods]
+impl PyShardServer {
+    #[new]
+    #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None))]
+    fn new(
+        py: Python<'_>,
+        host: &str,
+        port: u16,
+        internal_port: u16,
+        stores: Vec<(i32, PyRef<'_, PyStore>)>,
+        limits: HashMap<String, u64>,
+        token: Option<String>,
+    ) -> PyResult<Self> {
+        let stores = stores
+            .iter()
+            .map(|(shard, store)| (*shard, Arc::clone(&store.inner)))
+            .collect();
+        let shard = Shard::new(
+            stores,
+            Limits {
+                max_body_bytes: limit(&limits, "max_body_bytes")?,
+                max_batch_messages: limit(&limits, "max_batch_messages")?,
+                max_batch_bytes: limit(&limits, "max_batch_bytes")?,
+                default_pull_messages: limit(&limits, "default_pull_messages")?,
+                max_pull_messages: limit(&limits, "max_pull_messages")?,
+                default_pull_bytes: limit(&limits, "default_pull_bytes")?,
+                max_pull_bytes: limit(&limits, "max_pull_bytes")?,
+                max_wait_ms: limit(&limits, "max_wait_ms")? as u64,
+            },
+        );
+        let settings = Settings {
+            bind: address(host, port)?,
+            internal: address("127.0.0.1", internal_port)?,
+            token,
+            max_request_bytes: limit(&limits, "max_request_bytes")?,
+        };
+        let server = py
+            .detach(|| ShardServer::start(settings, shard))
+            .map_err(|error| {
+                PyOSError::new_err(format!("cannot listen on {host}:{port}: {error}"))
+            })?;
+        Ok(PyShardServer {
+            port: server.local_addr.port(),
+            shard: Arc::clone(&server.shard),
+            signals: Arc::clone(&server.shard.signals),
+            server: Mutex::new(Some(server)),
+        })
+    }
+
+    /// Queue `i` of `topic` lives in shard directory `shards[i]`.
+    fn host_topic(&self, topic: &str, shards: Vec<i32>) {
+        self.shard.host_topic(topic, shards);
+    }
+
+    fn drop_topic(&self, topic: &str) {
+        self.shard.drop_topic(topic);
+    }
+
+    /// A send through the Python path stored messages in this queue: wake its pulls.
+    fn notify(&self, topic: &str, queue_id: i32) {
+        self.signals.notify(topic, queue_id);
+    }
+
+    fn version(&self, topic: &str, queue_id: i32) -> u64 {
+        self.signals.version(topic, queue_id)
+    }
+
+    /// Block (without the GIL) until the queue's version is no longer `version`, or
+    /// `timeout` seconds; whether it changed.
+    fn wait(&self, py: Python<'_>, topic: &str, queue_id: i32, version: u64, timeout: f64) -> bool {
+        let timeout = Duration::from_secs_f64(timeout.max(0.0));
+        let signals = Arc::clone(&self.signals);
+        py.detach(|| signals.wait_blocking(topic, queue_id, version, timeout))
+    }
+
+    /// Stop listening and drop every connection.
+    fn close(&self, py: Python<'_>) {
+        let server = self
+            .server
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(mut server) = server {
+            py.detach(move || server.stop());
+        }
+    }
+}
+
+/// The data plane's table of status codes, by the `rmq.errors` class of each engine
+/// error (tests compare it with the Python broker's `rmq.broker.status` table).
+#[pyfunction]
+pub fn native_status_codes() -> HashMap<&'static str, i32> {
+    rmqnet::status::CODES_BY_CLASS.iter().copied().collect()
+}

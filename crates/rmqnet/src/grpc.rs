@@ -1,0 +1,134 @@
+//! gRPC over HTTP/2 at the level the data plane needs it: one length-prefixed message per
+//! unary request and response, the status in trailers, `grpc-timeout` read as a deadline.
+//! (Protocol: the gRPC HTTP/2 specification's framing; compressed messages are left to
+//! the Python server, which the data plane forwards them to.)
+
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use http::{HeaderMap, HeaderValue, Response};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+
+/// The body of every response the data plane gives.
+pub type Body = UnsyncBoxBody<Bytes, hyper::Error>;
+
+pub const OK: i32 = 0;
+pub const RESOURCE_EXHAUSTED: i32 = 8;
+pub const INTERNAL: i32 = 13;
+pub const UNAVAILABLE: i32 = 14;
+
+/// The one message of a unary request body; None when it is compressed, cut short, or
+/// followed by more.
+pub fn unframe(body: &[u8]) -> Option<&[u8]> {
+    if body.len() < 5 || body[0] != 0 {
+        return None;
+    }
+    let length = (&body[1..5]).get_u32() as usize;
+    (body.len() == 5 + length).then(|| &body[5..])
+}
+
+fn framed(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 5);
+    out.push(0);
+    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    out.extend_from_slice(message);
+    Bytes::from(out)
+}
+
+fn headers() -> http::response::Builder {
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+}
+
+/// A successful unary answer carrying `message`.
+pub fn ok(message: &[u8]) -> Response<Body> {
+    let mut trailers = HeaderMap::new();
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    let body = Full::new(framed(message))
+        .with_trailers(async move { Some(Ok(trailers)) })
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    headers().body(body).expect("a static response")
+}
+
+/// A failed call: a trailers-only response with the status `code` and `message`.
+pub fn status(code: i32, message: &str) -> Response<Body> {
+    let body = Full::new(Bytes::new())
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let mut response = headers().body(body).expect("a static response");
+    let fields = response.headers_mut();
+    fields.insert("grpc-status", HeaderValue::from(code));
+    if let Ok(text) = HeaderValue::from_str(&percent_encoded(message)) {
+        fields.insert("grpc-message", text);
+    }
+    response
+}
+
+/// `grpc-message` is percent-encoded: everything outside printable ASCII, and `%`.
+fn percent_encoded(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for byte in message.bytes() {
+        if (0x20..0x7f).contains(&byte) && byte != b'%' {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The client's deadline from `grpc-timeout` (`<digits><unit>`).
+pub fn timeout(headers: &HeaderMap) -> Option<Duration> {
+    let text = headers.get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = text.split_at(text.len().checked_sub(1)?);
+    let value: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(value * 3600),
+        "M" => Duration::from_secs(value * 60),
+        "S" => Duration::from_secs(value),
+        "m" => Duration::from_millis(value),
+        "u" => Duration::from_micros(value),
+        "n" => Duration::from_nanos(value),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_is_framed_and_unframed() {
+        let framed = framed(b"hello");
+        assert_eq!(&framed[..5], &[0, 0, 0, 0, 5]);
+        assert_eq!(unframe(&framed), Some(&b"hello"[..]));
+        assert_eq!(unframe(&framed[..7]), None);
+        let mut compressed = framed.to_vec();
+        compressed[0] = 1;
+        assert_eq!(unframe(&compressed), None);
+    }
+
+    #[test]
+    fn timeouts_are_read_in_every_unit() {
+        let mut headers = HeaderMap::new();
+        for (text, expected) in [
+            ("100m", Duration::from_millis(100)),
+            ("5S", Duration::from_secs(5)),
+            ("2M", Duration::from_secs(120)),
+            ("7u", Duration::from_micros(7)),
+        ] {
+            headers.insert("grpc-timeout", HeaderValue::from_static(text));
+            assert_eq!(timeout(&headers), Some(expected));
+        }
+        headers.insert("grpc-timeout", HeaderValue::from_static("5x"));
+        assert_eq!(timeout(&headers), None);
+    }
+
+    #[test]
+    fn status_messages_are_percent_encoded() {
+        assert_eq!(percent_encoded("50% off\nnow"), "50%25 off%0Anow");
+    }
+}

@@ -1,0 +1,181 @@
+//! The shard process's public gRPC endpoint: an HTTP/2 server on its own small tokio
+//! runtime that answers `Send`, `SendBatches` and `Pull` from the engine (`shard.rs`) and
+//! passes every other call to the Python server behind it (`proxy.rs`). Python keeps
+//! supervising the process, the routes and the admin calls; the hot path never enters it.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tokio::sync::watch;
+
+use crate::grpc::{self, Body};
+use crate::proxy::Forward;
+use crate::shard::{Outcome, Shard};
+
+const SEND: &str = "/rmq.v1.Shard/Send";
+const SEND_BATCHES: &str = "/rmq.v1.Shard/SendBatches";
+const PULL: &str = "/rmq.v1.Shard/Pull";
+
+/// What the server needs besides the shard.
+pub struct Settings {
+    pub bind: SocketAddr,
+    /// The Python gRPC server of the same process.
+    pub internal: SocketAddr,
+    /// The broker's token: calls without it go to the Python server, which refuses them.
+    pub token: Option<String>,
+    /// Larger request bodies go to the Python server, which refuses them.
+    pub max_request_bytes: usize,
+}
+
+pub struct ShardServer {
+    runtime: Option<Runtime>,
+    stop: watch::Sender<bool>,
+    pub local_addr: SocketAddr,
+    pub shard: Arc<Shard>,
+}
+
+struct Context {
+    shard: Arc<Shard>,
+    forward: Forward,
+    authorization: Option<String>,
+    max_request_bytes: usize,
+}
+
+impl ShardServer {
+    pub fn start(settings: Settings, shard: Shard) -> std::io::Result<ShardServer> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("rmq-data-plane")
+            .enable_all()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind(settings.bind))?;
+        let local_addr = listener.local_addr()?;
+        let shard = Arc::new(shard);
+        let context = Arc::new(Context {
+            shard: Arc::clone(&shard),
+            forward: runtime.block_on(async { Forward::new(settings.internal) }),
+            authorization: settings.token.map(|token| format!("Bearer {token}")),
+            max_request_bytes: settings.max_request_bytes,
+        });
+        let (stop, stopped) = watch::channel(false);
+        runtime.spawn(accept(listener, context, stopped));
+        Ok(ShardServer {
+            runtime: Some(runtime),
+            stop,
+            local_addr,
+            shard,
+        })
+    }
+
+    /// Stop listening and drop every connection.
+    pub fn stop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+        }
+    }
+}
+
+impl Drop for ShardServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn accept(listener: TcpListener, context: Arc<Context>, mut stopped: watch::Receiver<bool>) {
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(_) => continue,
+            },
+            _ = stopped.changed() => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let context = Arc::clone(&context);
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let context = Arc::clone(&context);
+                async move { Ok::<_, Infallible>(route(&context, request, peer).await) }
+            });
+            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .initial_stream_window_size(4 << 20)
+                .initial_connection_window_size(16 << 20)
+                .max_frame_size(1 << 20)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    let path = request.uri().path();
+    let native = matches!(path, SEND | SEND_BATCHES | PULL) && authorized(context, &request);
+    if !native {
+        let request = request.map(|body| body.boxed_unsync());
+        return context.forward.send(request, peer).await;
+    }
+    let (parts, body) = request.into_parts();
+    let collected = match Limited::new(body, context.max_request_bytes)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected,
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            let limit = context.max_request_bytes;
+            return grpc::status(
+                grpc::RESOURCE_EXHAUSTED,
+                &format!("received message larger than max (more than {limit} bytes)"),
+            );
+        }
+        Err(_) => return grpc::status(grpc::UNAVAILABLE, "the request body did not arrive whole"),
+    };
+    let raw = collected.to_bytes();
+    let outcome = match grpc::unframe(&raw) {
+        None => Outcome::Decline,
+        Some(message) => {
+            let start = message.as_ptr() as usize - raw.as_ptr() as usize;
+            let message = raw.slice(start..);
+            match parts.uri.path() {
+                SEND => context.shard.send(message, peer).await,
+                SEND_BATCHES => context.shard.send_batches(message, peer).await,
+                _ => {
+                    context
+                        .shard
+                        .pull(&message, grpc::timeout(&parts.headers))
+                        .await
+                }
+            }
+        }
+    };
+    match outcome {
+        Outcome::Answer(response) => response,
+        Outcome::Decline => {
+            let body = Full::new(raw)
+                .map_err(|never| match never {})
+                .boxed_unsync();
+            context
+                .forward
+                .send(Request::from_parts(parts, body), peer)
+                .await
+        }
+    }
+}
+
+fn authorized(context: &Context, request: &Request<Incoming>) -> bool {
+    match &context.authorization {
+        None => true,
+        Some(expected) => request
+            .headers()
+            .get("authorization")
+            .is_some_and(|value| value.as_bytes() == expected.as_bytes()),
+    }
+}
