@@ -10,6 +10,7 @@ mod message;
 mod native_channel;
 mod native_sender;
 mod producer_core;
+mod put_result;
 mod received_message;
 mod recovery_report;
 mod retention_report;
@@ -28,7 +29,7 @@ mod verify_report;
 fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<message::PyMessage>()?;
-    module.add_class::<message::PyPutResult>()?;
+    module.add_class::<put_result::PyPutResult>()?;
     module.add_class::<store::PyStore>()?;
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<store::PyEncodedPull>()?;

@@ -1,4 +1,4 @@
-//! `rmq.Message` and `rmq.PutResult`.
+//! `rmq.Message`, and the conversions of its arguments shared with `Store.put`.
 
 use std::sync::OnceLock;
 
@@ -7,7 +7,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rmqcore::record::message::MessageProperties;
 use rmqcore::record::msg_id::create_msg_id;
 use rmqcore::record::{decode_record, Decoded, RecordView};
-use rmqcore::{PutResult, StoredMessage};
+use rmqcore::StoredMessage;
 
 use crate::errors::invalid;
 
@@ -369,54 +369,5 @@ impl PyMessage {
             sys_flag: message.sys_flag,
             reconsume_times: message.reconsume_times,
         })
-    }
-}
-
-#[pyclass(name = "PutResult", module = "rmq._rmqcore", frozen, freelist = 4096)]
-pub struct PyPutResult {
-    result: PutResult,
-}
-
-impl From<PutResult> for PyPutResult {
-    fn from(result: PutResult) -> Self {
-        PyPutResult { result }
-    }
-}
-
-#[pymethods]
-impl PyPutResult {
-    #[getter]
-    fn msg_id(&self) -> String {
-        self.result.msg_id()
-    }
-
-    #[getter]
-    fn commitlog_offset(&self) -> i64 {
-        self.result.commitlog_offset
-    }
-
-    #[getter]
-    fn queue_offset(&self) -> i64 {
-        self.result.queue_offset
-    }
-
-    #[getter]
-    fn store_timestamp(&self) -> i64 {
-        self.result.store_timestamp
-    }
-
-    #[getter]
-    fn store_size(&self) -> i32 {
-        self.result.store_size
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "PutResult(msg_id={:?}, commitlog_offset={}, queue_offset={}, store_timestamp={})",
-            self.result.msg_id(),
-            self.result.commitlog_offset,
-            self.result.queue_offset,
-            self.result.store_timestamp
-        )
     }
 }

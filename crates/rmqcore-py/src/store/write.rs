@@ -10,9 +10,8 @@ use rmqcore::record::host::parse_host;
 use rmqcore::MessageDraft;
 
 use crate::errors::{invalid, to_py_err, without_gil};
-use crate::message::{
-    checked_i32, extract_keys, extract_properties, DraftParts, PyMessage, PyPutResult,
-};
+use crate::message::{checked_i32, extract_keys, extract_properties, DraftParts, PyMessage};
+use crate::put_result::PyPutResult;
 use crate::send_batch::PySendBatch;
 use rmqnet::codec::send::encode_send_response;
 
