@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-BENCHMARKS = ["append", "read", "sync", "grpc", "recovery", "spark", "scale", "tier"]
+BENCHMARKS = ["append", "read", "sync", "grpc", "recovery", "spark", "scale", "tier", "metrics"]
 WITH_JAVA = os.environ.get("RMQ_BENCH_JAVA") == "1"
 
 
