@@ -105,6 +105,11 @@ class ShardHandler:
         with self._lock:
             return sorted(self._layouts)
 
+    def hosts(self, topic: str) -> bool:
+        """Whether ``topic`` exists (has a layout), without copying the layouts."""
+        with self._lock:
+            return topic in self._layouts
+
     def layouts(self) -> dict[str, tuple[int, ...]]:
         """Each topic's layout: the shard directory of each queue."""
         with self._lock:

@@ -323,7 +323,7 @@ class ShardBackend:
             check_topic(topic)
         except errors.InvalidArgumentError as error:
             raise ProtocolError("ILLEGAL_TOPIC", str(error)) from None
-        if topic not in self._handler.layouts():
+        if not self._handler.hosts(topic):
             raise ProtocolError("TOPIC_NOT_FOUND", f"topic {topic!r} does not exist")
 
     def _store(self, topic: str, queue_id: int) -> tuple[int, rmq.Store]:
