@@ -43,6 +43,7 @@ __all__ = [
     "split_send_batches",
     "stored_answer",
     "validate_group",
+    "validate_message_fields",
     "validate_topic",
 ]
 
@@ -681,6 +682,14 @@ def validate_topic(topic: str) -> None:
 def validate_group(group: str) -> None:
     """Raise ``InvalidArgumentError`` unless ``group`` is a valid consumer group name (the
     topic rules)."""
+
+def validate_message_fields(
+    tags: str | None, keys: Sequence[str], properties: Sequence[tuple[str, str]]
+) -> None:
+    """Raise ``InvalidArgumentError`` naming the first broken rule of one message's tags
+    (present means non-empty), keys (non-empty, no space) and user properties (non-empty
+    name and value, not ``TAGS``/``KEYS``/the record CRC's); none may hold the property
+    separator bytes 0x01 and 0x02."""
 
 @final
 class ColumnBuffer:

@@ -52,6 +52,10 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(functions::body_crc, module)?)?;
     module.add_function(wrap_pyfunction!(functions::validate_topic, module)?)?;
     module.add_function(wrap_pyfunction!(functions::validate_group, module)?)?;
+    module.add_function(wrap_pyfunction!(
+        functions::validate_message_fields,
+        module
+    )?)?;
     module.add_function(wrap_pyfunction!(send_batches::split_send_batches, module)?)?;
     module.add_function(wrap_pyfunction!(send_batches::encode_send_batches, module)?)?;
     module.add_function(wrap_pyfunction!(send_batches::stored_answer, module)?)?;

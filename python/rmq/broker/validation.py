@@ -12,10 +12,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from rmq._rmqcore import validate_group, validate_topic
+from rmq._rmqcore import validate_group, validate_message_fields, validate_topic
 from rmq.errors import InvalidArgumentError
 
-_SEPARATORS = ("\x01", "\x02")
 # Set through their own fields, never as plain properties.
 RESERVED_PROPERTIES = frozenset({"TAGS", "KEYS"})
 
@@ -83,16 +82,6 @@ def bounded(value: int, default: int, maximum: int, what: str) -> int:
     return min(value, maximum)
 
 
-def _check_text(value: str, what: str) -> None:
-    for separator in _SEPARATORS:
-        if separator in value:
-            raise InvalidArgumentError(
-                f"{what} {value!r} contains the byte {separator!r}, "
-                "which separates properties in the record",
-                what.split(" ")[0],
-            )
-
-
 def check_message(
     index: int,
     body: bytes,
@@ -101,41 +90,19 @@ def check_message(
     properties: Mapping[str, str],
     limits: Limits,
 ) -> None:
-    """Check one message of a batch; ``index`` is its position, for the message."""
+    """Check one message of a batch; ``index`` is its position, for the message. The
+    rules for tags, keys and properties are the engine's (one copy, shared with the
+    native data plane); the body limit is this broker's."""
     where = f"message {index}"
     if len(body) > limits.max_body_bytes:
         raise InvalidArgumentError(
             f"{where}: body is {len(body)} bytes, more than the limit of {limits.max_body_bytes}",
             "body",
         )
-    if tags is not None:
-        if not tags:
-            raise InvalidArgumentError(f"{where}: tags is empty; leave it unset", "tags")
-        _check_text(tags, f"tags of {where}")
-    for key in keys:
-        if not key:
-            raise InvalidArgumentError(f"{where}: a key is empty", "keys")
-        if " " in key:
-            raise InvalidArgumentError(
-                f"{where}: key {key!r} contains a space, which separates keys", "keys"
-            )
-        _check_text(key, f"keys of {where}")
-    for name, value in properties.items():
-        if not name:
-            raise InvalidArgumentError(f"{where}: a property name is empty", "properties")
-        if name in RESERVED_PROPERTIES:
-            raise InvalidArgumentError(
-                f"{where}: property {name!r} is reserved; use the {name.lower()} field",
-                "properties",
-            )
-        if not value:
-            raise InvalidArgumentError(
-                f"{where}: property {name!r} has an empty value, which the record "
-                "format cannot keep",
-                "properties",
-            )
-        _check_text(name, f"properties name of {where}")
-        _check_text(value, f"properties value of {where} ({name!r})")
+    try:
+        validate_message_fields(tags, list(keys), list(properties.items()))
+    except InvalidArgumentError as error:
+        raise InvalidArgumentError(f"{where}: {error}", error.argument) from None
 
 
 def check_batch_size(count: int, total_bytes: int, limits: Limits) -> None:

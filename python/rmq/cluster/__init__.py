@@ -2,6 +2,7 @@
 beyond starting servers built by :mod:`rmq.broker`)."""
 
 from rmq.cluster.config import ServeConfig
-from rmq.cluster.supervisor import StartError, Supervisor, serve
+from rmq.cluster.front_doors import StartError
+from rmq.cluster.supervisor import Supervisor, serve
 
 __all__ = ["ServeConfig", "StartError", "Supervisor", "serve"]

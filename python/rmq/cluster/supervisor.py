@@ -7,9 +7,9 @@ directory, loads the queue assignment from ``DIR/routes.json`` (see
 :mod:`rmq.cluster.routes`) and describes the running broker in ``DIR/serve.json``
 (endpoints and pids) while it runs.
 
-Routes and topic admin are :mod:`rmq.cluster.route_service`; the supervisor's own calls
-to its shard processes (host or drop a topic, a queue's offsets) are
-:mod:`rmq.cluster.shard_admin`.
+What it serves itself (routes and topic admin, the RocketMQ v2 access point, metrics) is
+:mod:`rmq.cluster.front_doors`; its own calls to its shard processes (host or drop a
+topic, a queue's offsets) are :mod:`rmq.cluster.shard_admin`.
 """
 
 from __future__ import annotations
@@ -25,16 +25,14 @@ from typing import IO
 
 from rmq import errors
 from rmq.broker.route_handler import ProcessInfo
-from rmq.broker.server import Security
 from rmq.client.channels import Credentials
 from rmq.cluster.config import ServeConfig
 from rmq.cluster.files import write_json_atomically
-from rmq.cluster.metrics import BrokerMetrics, ShardEndpoint
+from rmq.cluster.front_doors import FrontDoors, StartError
+from rmq.cluster.metrics import ShardEndpoint
 from rmq.cluster.ports import Plan, bind_problem
 from rmq.cluster.process import ShardProcess, ShardSettings
 from rmq.cluster.protocol import EXIT_CANNOT_LISTEN
-from rmq.cluster.rocketmq_access_point import RocketMQAccessPoint
-from rmq.cluster.route_service import RouteService
 from rmq.cluster.routes import FILE_NAME, RouteTable, processes_for, shard_directories
 from rmq.cluster.shard_admin import ShardAdmin
 
@@ -55,10 +53,6 @@ class State(enum.Enum):
     SERVING = "serving"
     WAITING = "waiting to restart"
     STOPPED = "stopped"
-
-
-class StartError(RuntimeError):
-    """The broker could not start; the message says why."""
 
 
 class _Slot:
@@ -92,12 +86,7 @@ class Supervisor:
                 server_name=config.tls_server_name,
             )
         )
-        self._route_service: RouteService | None = None
-        self._metrics: BrokerMetrics | None = None
-        self.endpoint = ""
-        self.metrics_url: str | None = None
-        self._rocketmq: RocketMQAccessPoint | None = None
-        self.rocketmq_endpoint: str | None = None
+        self._doors = FrontDoors(config)
 
     def processes(self) -> list[ProcessInfo]:
         """Each shard process: where it listens, its shard directories, whether it serves."""
@@ -139,7 +128,8 @@ class Supervisor:
         self._data_dir.mkdir(parents=True, exist_ok=True)
         self._take_lock()
         # Before any shard process starts: a taken port is named, with what to do about it.
-        problem = self._ports.check() or self._metrics_port_problem()
+        broker_ports = [config.port, *(self._ports.shard_port(i) for i in range(config.shards))]
+        problem = self._ports.check() or self._doors.metrics_port_problem(broker_ports)
         if problem is not None:
             raise StartError(problem)
         (self._data_dir / STATE_FILE).unlink(missing_ok=True)
@@ -151,7 +141,12 @@ class Supervisor:
                 "%d shard directories exist; %d processes serve them", directories, config.shards
             )
         # Bound before the shard processes start: they are told where routes are.
-        self._listen()
+        self._doors.listen(
+            lambda reason: self._ports.problem(None, config.port, reason),
+            self._routes,
+            self._admin,
+            self.processes,
+        )
         settings = ShardSettings(
             data_dir=self._data_dir,
             routes=self._data_dir / FILE_NAME,
@@ -168,7 +163,7 @@ class Supervisor:
             log_level=config.log_level,
             metrics=config.metrics_port is not None,
             data_plane=config.data_plane,
-            supervisor=self.endpoint,
+            supervisor=self._doors.endpoint,
             tls_server_name=config.tls_server_name,
             rocketmq_policy=config.rocketmq_policy if config.rocketmq_port is not None else None,
         )
@@ -186,43 +181,29 @@ class Supervisor:
             if time.monotonic() > deadline:
                 raise StartError(f"shard processes did not start within {START_TIMEOUT:.0f} s")
             time.sleep(0.05)
-        self._start_server()
-        self._start_metrics()
+        self._doors.serve(shards_serving=self._all_serving())
+        log.info(
+            "rmq broker serving routes on %s%s; %d shard processes on %s",
+            self._doors.endpoint,
+            f", RocketMQ clients on {self.rocketmq_endpoint}" if self.rocketmq_endpoint else "",
+            len(self._slots),
+            ", ".join(slot.process.endpoint for slot in self._slots),
+        )
+        self._doors.serve_metrics(self.metrics_endpoints)
         self._write_state()
 
-    def _metrics_port_problem(self) -> str | None:
-        port = self.config.metrics_port
-        if not port:
-            return None
-        host = self.config.metrics_host
-        taken = [self.config.port, *(self._ports.shard_port(i) for i in range(self.config.shards))]
-        if port in taken and host == self.config.host:
-            return f"--metrics-port {port} is also a port of the broker; choose another"
-        reason = bind_problem(host, port)
-        if reason is None:
-            return None
-        return (
-            f"cannot serve metrics on {host}:{port}: {reason}; choose a free port with "
-            "--metrics-port (0: no metrics endpoint)"
-        )
+    @property
+    def endpoint(self) -> str:
+        """The Route service's address (bound once ``start`` began)."""
+        return self._doors.endpoint
 
-    def _start_metrics(self) -> None:
-        """Serve the Prometheus endpoint (rmq.cluster.metrics) on ``--metrics-port``."""
-        config = self.config
-        if config.metrics_port is None:
-            return
-        metrics = BrokerMetrics(self.metrics_endpoints)
-        try:
-            self.metrics_url = metrics.start(config.metrics_host, config.metrics_port)
-        except OSError as error:
-            metrics.stop()
-            raise StartError(
-                f"cannot serve metrics on {config.metrics_host}:{config.metrics_port}: "
-                f"{error.strerror or error}; choose a free port with --metrics-port "
-                "(0: no metrics endpoint)"
-            ) from error
-        self._metrics = metrics
-        log.info("metrics on %s", self.metrics_url)
+    @property
+    def rocketmq_endpoint(self) -> str | None:
+        return self._doors.rocketmq_endpoint
+
+    @property
+    def metrics_url(self) -> str | None:
+        return self._doors.metrics_url
 
     def _take_lock(self) -> None:
         path = self._data_dir / LOCK_FILE
@@ -234,58 +215,11 @@ class Supervisor:
                 f"another rmq serve is using {self._data_dir} ({path} is locked)"
             ) from error
 
-    def _security(self) -> Security:
-        config = self.config
-        return Security(
-            token=config.token,
-            tls_cert=config.tls_cert.read_bytes() if config.tls_cert else None,
-            tls_key=config.tls_key.read_bytes() if config.tls_key else None,
-        )
-
-    def _listen(self) -> None:
-        """Bind the Route service on ``--port`` and the RocketMQ v2 access point on
-        ``--rocketmq-port`` (not serving yet)."""
-        config = self.config
-        security = self._security()
-        service = RouteService(self._data_dir, self._routes, self._admin, self.processes)
-        try:
-            self.endpoint = service.listen(config.host, config.port, security, config.limits)
-        except (OSError, RuntimeError) as error:
-            # Taken since start() checked it (gRPC's own message names no reason).
-            reason = bind_problem(config.host, config.port) or "gRPC could not bind it"
-            raise StartError(self._ports.problem(None, config.port, reason)) from error
-        self._route_service = service
-        if config.rocketmq_port is not None:
-            self._rocketmq = RocketMQAccessPoint(service, config, security)
-            try:
-                self.rocketmq_endpoint = self._rocketmq.listen()
-            except (OSError, RuntimeError) as error:
-                reason = bind_problem(config.host, config.rocketmq_port) or "gRPC could not bind it"
-                raise StartError(
-                    f"cannot serve RocketMQ clients on {config.host}:{config.rocketmq_port}: "
-                    f"{reason}; choose a free port with --rocketmq-port (0: none)"
-                ) from error
-
-    def _start_server(self) -> None:
-        """Start answering routes, admin and RocketMQ v2 clients."""
-        assert self._route_service is not None, "listen first"
-        self._route_service.serve(shards_serving=self._all_serving())
-        if self._rocketmq is not None:
-            self._rocketmq.start()
-        log.info(
-            "rmq broker serving routes on %s%s; %d shard processes on %s",
-            self.endpoint,
-            f", RocketMQ clients on {self.rocketmq_endpoint}" if self._rocketmq else "",
-            len(self._slots),
-            ", ".join(slot.process.endpoint for slot in self._slots),
-        )
-
     def _all_serving(self) -> bool:
         return all(slot.state is State.SERVING for slot in self._slots)
 
     def _update_shard_health(self) -> None:
-        if self._route_service is not None:
-            self._route_service.set_shards_serving(self._all_serving())
+        self._doors.set_shards_serving(self._all_serving())
 
     def _write_state(self) -> None:
         state = {
@@ -387,15 +321,8 @@ class Supervisor:
     def stop(self) -> None:
         """Stop serving routes, then each shard process (SIGTERM, then SIGKILL)."""
         self._stop.set()
-        started = self._route_service is not None or any(slot.process.pid for slot in self._slots)
-        if self._metrics is not None:
-            self._metrics.stop()
-            self._metrics = None
-        if self._rocketmq is not None:
-            self._rocketmq.stop()
-            self._rocketmq = None
-        if self._route_service is not None:
-            self._route_service.stop()
+        started = self._doors.bound or any(slot.process.pid for slot in self._slots)
+        self._doors.stop()
         for slot in self._slots:
             slot.process.terminate()
         for slot in self._slots:

@@ -7,10 +7,11 @@ use std::net::SocketAddr;
 use crate::error::{Error, Result};
 use crate::record::body_crc::body_crc;
 use crate::record::crc_property::{CRC_PROPERTY_NAME, CRC_PROPERTY_PLACEHOLDER};
+use crate::record::message_rules::check_message_fields;
 use crate::record::msg_id::create_msg_id;
 use crate::record::properties::{
-    check_property_text, decode_properties, encode_properties_into, KEY_SEPARATOR,
-    MAX_PROPERTIES_LENGTH, PROPERTY_KEYS, PROPERTY_TAGS,
+    decode_properties, encode_properties_into, KEY_SEPARATOR, MAX_PROPERTIES_LENGTH, PROPERTY_KEYS,
+    PROPERTY_TAGS,
 };
 use crate::record::RecordView;
 
@@ -57,44 +58,18 @@ impl<'a> MessageDraft<'a> {
                 format!("the body is {} bytes, more than the maximum of {max_message_size} (max_message_size)", self.body.len()),
             ));
         }
-        let tags = match &self.tags {
-            Some(tags) => {
-                check_property_text("tags", tags)?;
-                (!tags.is_empty()).then_some((PROPERTY_TAGS, tags.as_str()))
-            }
-            None => None,
-        };
-        for key in &self.keys {
-            if key.is_empty() {
-                return Err(Error::invalid("keys", "a key is empty"));
-            }
-            if key.contains(KEY_SEPARATOR) {
-                return Err(Error::invalid(
-                    "keys",
-                    format!("key {key:?} contains a space, which separates keys"),
-                ));
-            }
-            check_property_text("keys", key)?;
-        }
+        // An empty `tags` means none to the embedded API; the wire refuses it earlier.
+        let tags = self.tags.as_deref().filter(|tags| !tags.is_empty());
+        check_message_fields(
+            tags,
+            self.keys.iter().map(String::as_str),
+            self.properties
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        )?;
+        let tags = tags.map(|tags| (PROPERTY_TAGS, tags));
         let joined_keys = self.keys.join(" ");
         let keys = (!joined_keys.is_empty()).then_some((PROPERTY_KEYS, joined_keys.as_str()));
-        for (name, _) in &self.properties {
-            if name == CRC_PROPERTY_NAME {
-                return Err(Error::invalid(
-                    "properties",
-                    format!("{name:?} is reserved for the record CRC"),
-                ));
-            }
-            if name == PROPERTY_TAGS || name == PROPERTY_KEYS {
-                return Err(Error::invalid(
-                    "properties",
-                    format!(
-                        "{name:?} is set through the {} argument",
-                        name.to_lowercase()
-                    ),
-                ));
-            }
-        }
         let entries = tags.into_iter().chain(keys).chain(
             self.properties
                 .iter()

@@ -8,6 +8,7 @@ pub mod body_crc;
 pub mod crc_property;
 pub mod host;
 pub mod message;
+pub mod message_rules;
 pub mod msg_id;
 pub mod properties;
 mod view;

@@ -1,6 +1,7 @@
 //! Message properties (format §1.6): `name 0x01 value 0x02` for each entry, UTF-8.
 
 use crate::error::{Error, Result};
+use crate::record::message_rules::check_property_text;
 
 pub const NAME_VALUE_SEPARATOR: u8 = 0x01;
 pub const PROPERTY_SEPARATOR: u8 = 0x02;
@@ -12,20 +13,6 @@ pub const KEY_SEPARATOR: char = ' ';
 
 /// Java reads the properties length as a short.
 pub const MAX_PROPERTIES_LENGTH: usize = i16::MAX as usize;
-
-/// Reject text that would change the meaning of the encoded properties.
-pub fn check_property_text(argument: &'static str, text: &str) -> Result<()> {
-    if text
-        .bytes()
-        .any(|b| b == NAME_VALUE_SEPARATOR || b == PROPERTY_SEPARATOR)
-    {
-        return Err(Error::invalid(
-            argument,
-            format!("{text:?} contains a property separator byte (0x01 or 0x02)"),
-        ));
-    }
-    Ok(())
-}
 
 /// Encode entries in the given order. Names must be non-empty and values non-empty:
 /// RocketMQ's parser drops anything else, so storing it would lose it silently.
@@ -52,8 +39,8 @@ pub fn encode_properties_into<'a>(
                 format!("property {name:?} has an empty value"),
             ));
         }
-        check_property_text("properties", name)?;
-        check_property_text("properties", value)?;
+        check_property_text("properties", "property name", name)?;
+        check_property_text("properties", "property value", value)?;
         out.extend_from_slice(name.as_bytes());
         out.push(NAME_VALUE_SEPARATOR);
         out.extend_from_slice(value.as_bytes());

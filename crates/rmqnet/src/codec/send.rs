@@ -2,19 +2,16 @@
 //! (bodies stay byte ranges of the request), and the `SendResponse` encoded the same way.
 //!
 //! This is the fast path only: `decode_request` returns `None` for anything it does not
-//! take as it is: bytes that are not valid protobuf, and any message that the broker's
-//! checks (python/rmq/broker/validation.py) would refuse or that the checked path would
+//! take as it is: bytes that are not valid protobuf, and any message that the engine's
+//! rules (`rmqcore::record::message_rules`) or the broker's limits would refuse or that the checked path would
 //! store differently (a property name given twice). The shard then runs the checked
 //! path, which gives the precise error. A test compares the two paths on random requests.
 
+use rmqcore::record::message_rules::check_message_fields;
 use rmqcore::{MessageDraft, PutResult};
 use rmqproto::fields::{message, send_request as request, send_response as response};
 use rmqproto::wire::{put_bytes_field, put_tag, put_varint, WireReader, WireValue};
 use rmqproto::wire::{WIRE_LENGTH_DELIMITED, WIRE_VARINT};
-
-const PROPERTY_SEPARATORS: [char; 2] = ['\u{1}', '\u{2}'];
-/// Set through their own fields, never as plain properties (validation.py).
-const RESERVED_PROPERTIES: [&str; 2] = ["TAGS", "KEYS"];
 
 /// Byte ranges of one message inside the request.
 pub struct MessageSpans {
@@ -132,25 +129,17 @@ fn utf8(bytes: &[u8]) -> Option<String> {
     std::str::from_utf8(bytes).ok().map(str::to_owned)
 }
 
-/// `validation.check_message`'s rules, as a yes/no.
+/// The engine's rules for tags, keys and properties, as a yes/no.
 fn acceptable_message(message: &MessageSpans) -> bool {
-    let clean = |text: &str| !text.contains(PROPERTY_SEPARATORS);
-    let tags_ok = message
-        .tags
-        .as_deref()
-        .map_or(true, |tags| !tags.is_empty() && clean(tags));
-    let keys_ok = message
-        .keys
-        .iter()
-        .all(|key| !key.is_empty() && !key.contains(' ') && clean(key));
-    let properties_ok = message.properties.iter().all(|(name, value)| {
-        !name.is_empty()
-            && !RESERVED_PROPERTIES.contains(&name.as_str())
-            && !value.is_empty()
-            && clean(name)
-            && clean(value)
-    });
-    tags_ok && keys_ok && properties_ok
+    check_message_fields(
+        message.tags.as_deref(),
+        message.keys.iter().map(String::as_str),
+        message
+            .properties
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str())),
+    )
+    .is_ok()
 }
 
 /// A serialized `SendResponse` for `results`, in the order of the request.
