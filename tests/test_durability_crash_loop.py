@@ -35,16 +35,23 @@ def run_and_kill(
     )
     assert process.stdout is not None
     acknowledged: list[tuple[int, int, int]] = []
+    opened = threading.Event()
 
     def collect() -> None:
         assert process.stdout is not None
         for line in process.stdout:
             parts = line.split()
-            if len(parts) == 3:
+            if parts == ["open"]:
+                opened.set()
+            elif len(parts) == 3:
                 acknowledged.append((int(parts[0]), int(parts[1]), int(parts[2])))
+        opened.set()  # the writer ended (it failed): the checks below show it
 
     reader = threading.Thread(target=collect)
     reader.start()
+    # The delay counts from the store's open, not the process's start (slow on a loaded
+    # machine), so every kill lands while the writer has the store open.
+    assert opened.wait(120), "the writer did not open the store within 120 s"
     time.sleep(delay)
     process.send_signal(signal.SIGKILL)
     process.wait()

@@ -1,5 +1,6 @@
 """A writer process for crash tests: puts messages with sync flush from several threads
-and prints ``<queue> <offset> <seed>`` for each acknowledged one, so the parent knows
+and prints ``open`` once the store is open, then ``<queue> <offset> <seed>`` for each
+acknowledged one, so the parent knows
 exactly what was acknowledged before it killed this process with SIGKILL."""
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ def main() -> None:
         flush_disk_type=flush_type,
         consume_queue_type=consume_queue_type,
     )
+    # The parent starts its kill timer only now: on a loaded machine starting Python and
+    # opening the store can outlast the whole delay, and a kill before the open proves
+    # nothing about recovery.
+    sys.stdout.write("open\n")
+    sys.stdout.flush()
     lock = threading.Lock()
 
     def write(queue_id: int) -> None:
