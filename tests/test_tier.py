@@ -1,7 +1,8 @@
 """The object-storage tier (issue 19) against a real S3-compatible server (versitygw on
 loopback, tests/support/s3_server.py): sealed segments are uploaded and confirmed, local
 copies are evicted only after that, every read works the same from the bucket, the
-server being down touches neither appends nor local reads, a crash never makes a segment
+server being down, frozen or answering errors touches neither appends nor local reads
+(and uploads resume by themselves), a crash never makes a segment
 upload twice or vanish, damage in the bucket is reported and never served, and tier
 retention removes what expired.
 """
@@ -334,3 +335,73 @@ def test_key_lookups_read_uploaded_compacted_index_files_in_two_range_reads(
     reopened = rmq.Store(str(path), index_slot_count=64, index_entry_count=400)
     assert [m.keys for m in reopened.query_by_key("Orders", "order-5")] == [["order-5"]]
     reopened.close()
+
+
+def test_a_frozen_server_holds_back_only_the_uploads(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """A server that accepts connections and answers nothing (SIGSTOP): appends, local
+    reads and retention go on without waiting for it, nothing leaves the disk, and the
+    uploads finish by themselves once it answers again."""
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
+    aws_env.pause()
+    try:
+        started = time.monotonic()
+        results = fill(store)
+        assert len(store.get("Orders", 0, 0, 1000)) == 750
+        report = store.run_retention()
+        assert report.evicted == [] and report.deleted == []
+        assert "pending" in states(store)
+        # Generous for a loaded machine; a put waiting on the frozen server's 60 s
+        # request timeout would blow it.
+        assert time.monotonic() - started < 30, "appends or reads waited for the tier"
+        assert len(local_segments(path)) >= 5
+    finally:
+        aws_env.resume()
+    deadline = time.monotonic() + 120
+    while "pending" in states(store) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "pending" not in states(store)
+    store.run_retention()
+    assert set(states(store)[:-1]) == {"evicted"}
+    last = results[-2]
+    assert store.get("Orders", 0, 0, 1)[0].body == b"order 0 " * 6
+    assert store.get_by_msg_id(last.msg_id).keys == [f"order-{len(results) - 2}"]
+    store.close()
+
+
+def test_a_server_answering_errors_holds_back_only_the_uploads(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """Every upload answered with an error (the bucket deleted under the store): the
+    status says why, nothing that is not uploaded leaves the disk, and uploads resume by
+    themselves once the bucket is back."""
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
+    client = aws_env.client()
+    client.delete_bucket(Bucket=s3_bucket)
+    try:
+        fill(store)
+        with pytest.raises(TierError) as refused:
+            store.upload_to_tier()
+        status = store.tier_status()
+        assert status is not None
+        assert status["upload"]["failing"] and status["upload"]["failed_attempts"] >= 1
+        assert "the bucket does not exist" in status["upload"]["failing"], status["upload"]
+        assert "the bucket does not exist" in str(refused.value)
+        report = store.run_retention()
+        assert report.evicted == [] and report.deleted == []
+        assert len(store.get("Orders", 1, 0, 1000)) == 750
+    finally:
+        client.create_bucket(Bucket=s3_bucket)
+    deadline = time.monotonic() + 60
+    while "pending" in states(store) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "pending" not in states(store)
+    status = store.tier_status()
+    assert status is not None and status["upload"]["failing"] is None
+    store.run_retention()
+    assert set(states(store)[:-1]) == {"evicted"}
+    assert len(store.get("Orders", 1, 0, 1000)) == 750
+    store.close()
