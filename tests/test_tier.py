@@ -110,8 +110,9 @@ def test_a_server_that_is_down_stops_only_the_uploads(
     aws_env.stop()
     try:
         fill(store)
-        with pytest.raises(TierError, match=r"could not be reached|refused"):
+        with pytest.raises(TierError, match=r"could not be reached|refused") as down:
             store.upload_to_tier()
+        assert down.value.unreachable
         status = store.tier_status()
         assert status is not None
         assert status["upload"]["failing"] and status["upload"]["failed_attempts"] >= 1
@@ -145,6 +146,25 @@ def test_open_refuses_wrong_credentials_and_a_missing_bucket(
         rmq.Store(str(tmp_path / "c"), tier_url="http://not-s3/x")
     with pytest.raises(rmq.errors.InvalidArgumentError, match="only applies"):
         rmq.Store(str(tmp_path / "d"), local_retention_bytes=0)
+
+
+def test_open_goes_on_when_the_server_cannot_be_reached(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """Unreachable is not refused: the store opens on its local data and its status
+    says why uploads wait (told from the HTTP client's error kind, not its wording)."""
+    aws_env.stop()
+    try:
+        store = open_store(tmp_path / "store", aws_env, s3_bucket)
+        store.put("Orders", b"kept locally", queue_id=0)
+        status = store.tier_status()
+        assert status is not None and status["upload"]["failing"], status["upload"]
+        failing = status["upload"]["failing"]
+        assert "could not be reached" in failing or "refused" in failing, failing
+        assert store.get("Orders", 0, 0, 1)[0].body == b"kept locally"
+        store.close()
+    finally:
+        aws_env.start()
 
 
 def test_a_changed_or_truncated_object_is_reported_never_served(
@@ -390,6 +410,7 @@ def test_a_server_answering_errors_holds_back_only_the_uploads(
         assert status["upload"]["failing"] and status["upload"]["failed_attempts"] >= 1
         assert "the bucket does not exist" in status["upload"]["failing"], status["upload"]
         assert "the bucket does not exist" in str(refused.value)
+        assert not refused.value.unreachable
         report = store.run_retention()
         assert report.evicted == [] and report.deleted == []
         assert len(store.get("Orders", 1, 0, 1000)) == 750

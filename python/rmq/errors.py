@@ -125,12 +125,16 @@ class ReadOnlyError(RmqError):
 class TierError(RmqError):
     """The object-storage tier refused a request or could not be reached (wrong
     credentials, a missing bucket, a server that does not answer); ``object`` names the
-    bucket or object."""
+    bucket or object; ``unreachable`` is true when the server could not be reached or did
+    not answer in time, rather than answering with a refusal."""
 
-    def __init__(self, message: str, object: str = "", reason: str = "") -> None:
+    def __init__(
+        self, message: str, object: str = "", reason: str = "", unreachable: bool = False
+    ) -> None:
         super().__init__(message)
         self.object = object
         self.reason = reason
+        self.unreachable = unreachable
 
 
 # ---- raised only by the broker ----

@@ -84,11 +84,16 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
         Error::Tier {
             object: name,
             reason,
+            unreachable,
         } => raise(
             py,
             "TierError",
             message,
-            &[("object", object(py, name)), ("reason", object(py, reason))],
+            &[
+                ("object", object(py, name)),
+                ("reason", object(py, reason)),
+                ("unreachable", object(py, unreachable)),
+            ],
         ),
         Error::Io { path, source } => {
             let errno = source.raw_os_error();

@@ -65,8 +65,14 @@ pub enum Error {
 
     /// The object-storage tier refused or could not serve a request; `object` names the
     /// bucket, prefix or object.
+    /// `unreachable`: the server could not be reached or did not answer in time (as
+    /// opposed to answering with a refusal), so a reader may go on without it.
     #[error("object storage {object}: {reason}")]
-    Tier { object: String, reason: String },
+    Tier {
+        object: String,
+        reason: String,
+        unreachable: bool,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -99,6 +105,16 @@ impl Error {
         Error::Tier {
             object: object.into(),
             reason: reason.into(),
+            unreachable: false,
+        }
+    }
+
+    /// A tier error whose server could not be reached or did not answer in time.
+    pub fn tier_unreachable(object: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Tier {
+            object: object.into(),
+            reason: reason.into(),
+            unreachable: true,
         }
     }
 

@@ -139,10 +139,13 @@ pub(super) fn open_tier(
 }
 
 fn is_unreachable(error: &Error) -> bool {
-    matches!(error, Error::Tier { reason, .. }
-        if ["could not be reached", "refused the connection", "timed out", "error sending request"]
-            .iter()
-            .any(|sign| reason.contains(sign)))
+    matches!(
+        error,
+        Error::Tier {
+            unreachable: true,
+            ..
+        }
+    )
 }
 
 impl StoreInner {

@@ -122,7 +122,7 @@ impl ObjectClient {
     }
 
     fn failed(&self, object: &ObjectPath, error: object_store::Error) -> Error {
-        Error::tier(self.location.describe(object), explain(&error))
+        tier_error(self.location.describe(object), &error)
     }
 
     /// One listing under the prefix: wrong credentials or a missing bucket fail here
@@ -132,7 +132,7 @@ impl ObjectClient {
         self.runtime
             .block_on(self.store.list_with_delimiter(Some(&prefix)))
             .map(drop)
-            .map_err(|error| Error::tier(self.location.url(), explain(&error)))
+            .map_err(|error| tier_error(self.location.url(), &error))
     }
 
     /// Upload `bytes` as `object` in parts, `parts_in_flight` at a time.
@@ -228,11 +228,46 @@ impl ObjectClient {
                     .map_ok(|meta| (meta.location, meta.size))
                     .try_collect(),
             )
-            .map_err(|error| Error::tier(self.location.describe(prefix), explain(&error)))
+            .map_err(|error| tier_error(self.location.describe(prefix), &error))
     }
 }
 
 /// The server's reason, without the crate's nesting of wrappers or the XML body.
+/// The engine's error for a failed request, marked unreachable when the server could not
+/// be reached or did not answer in time (told by the HTTP client's own error kinds, not
+/// by the message's words).
+fn tier_error(object: String, error: &object_store::Error) -> Error {
+    if could_not_reach(error) {
+        Error::tier_unreachable(object, explain(error))
+    } else {
+        Error::tier(object, explain(error))
+    }
+}
+
+fn could_not_reach(error: &object_store::Error) -> bool {
+    let mut link: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = link {
+        if let Some(http) = current.downcast_ref::<reqwest::Error>() {
+            if http.is_connect() || http.is_timeout() {
+                return true;
+            }
+        }
+        if let Some(io) = current.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{
+                ConnectionAborted, ConnectionRefused, ConnectionReset, NotConnected, TimedOut,
+            };
+            if matches!(
+                io.kind(),
+                ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected | TimedOut
+            ) {
+                return true;
+            }
+        }
+        link = current.source();
+    }
+    false
+}
+
 fn explain(error: &object_store::Error) -> String {
     let full = error.to_string();
     let mut text = full.clone();
