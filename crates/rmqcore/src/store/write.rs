@@ -70,7 +70,7 @@ impl Store {
             }
         }
 
-        let (results, end) = {
+        let (results, end, queue) = {
             let _writer = self.inner.write_guard();
             self.check_writable()?;
             self.inner.ensure_topic(topic, queue_id + 1)?;
@@ -117,7 +117,7 @@ impl Store {
             self.inner
                 .last_store_timestamp
                 .store(store_timestamp, Ordering::Release);
-            (results, end)
+            (results, end, queue)
         };
         if options.flush_mode == FlushMode::Sync {
             self.inner
@@ -125,6 +125,8 @@ impl Store {
                 .wait_flushed(end, Duration::from_millis(options.sync_flush_timeout_ms))?;
         }
         let body_bytes = drafts.iter().map(|draft| draft.body.len()).sum();
+        // The queue's counters, like the store's, count a put once it has succeeded.
+        queue.traffic().stored(drafts.len(), body_bytes);
         self.inner
             .metrics
             .put(drafts.len(), body_bytes, started.elapsed());
