@@ -70,8 +70,9 @@ impl Store {
             }
         }
 
-        let (results, end, queue) = {
-            let _writer = self.inner.write_guard();
+        let body_bytes = drafts.iter().map(|draft| draft.body.len()).sum();
+        let (results, end) = {
+            let writer = self.inner.write_guard();
             self.check_writable()?;
             self.inner.ensure_topic(topic, queue_id + 1)?;
             let queue = self.inner.queues.get_or_create(topic, queue_id)?;
@@ -117,16 +118,16 @@ impl Store {
             self.inner
                 .last_store_timestamp
                 .store(store_timestamp, Ordering::Release);
-            (results, end, queue)
+            // Counted once the records are in the log and the queue, under the write
+            // lock that lets the queue's counters do without atomic adds.
+            queue.traffic().stored(&writer, drafts.len(), body_bytes);
+            (results, end)
         };
         if options.flush_mode == FlushMode::Sync {
             self.inner
                 .flush
                 .wait_flushed(end, Duration::from_millis(options.sync_flush_timeout_ms))?;
         }
-        let body_bytes = drafts.iter().map(|draft| draft.body.len()).sum();
-        // The queue's counters, like the store's, count a put once it has succeeded.
-        queue.traffic().stored(drafts.len(), body_bytes);
         self.inner
             .metrics
             .put(drafts.len(), body_bytes, started.elapsed());
