@@ -1,7 +1,8 @@
 """The Prometheus endpoint of ``rmq serve`` (issue 23), scraped from a real broker after
-known traffic: message and byte counters, per-topic messages, consumer lag after a
-partial consume, the histograms, the tier's backlog, the dashboard's metrics, ``rmq
-status``, and a shard process killed with SIGKILL showing in the restart counter.
+known traffic: message and byte counters, per-topic messages and bytes in and out,
+consumer lag after a partial consume, the histograms, the tier's backlog, the
+dashboard's metrics, ``rmq status``, and a shard process killed with SIGKILL showing in
+the restart counter.
 
 The module's broker (two shard processes, tiered to the test S3 server) gets its traffic
 once; the restart test comes last because it resets the killed shard's counters.
@@ -20,10 +21,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from rmq._rmqcore import decode_pull_response
 from rmq.cli.status import Snapshot, parse, quantile
 from rmq.client import Client
 from rmq.cluster.local import LocalBroker
 from rmq.cluster.shard_metrics import cumulative_buckets
+from rmq.proto.v1 import broker_pb2 as pb
 
 from tests.support.brokers import Brokers
 from tests.support.cli import rmq_cli
@@ -36,6 +39,14 @@ QUEUES = 4
 COUNT = 600
 SIZE = 200
 GROUP = "half-way"
+# Two more topics with exact traffic: (queues, messages), each body's size known.
+EXACT = {"ledger": (3, 90), "audit": (2, 40)}
+PULLED = "ledger"  # read once per queue, up to PULL_MAX messages; "audit" is never read
+PULL_MAX = 7
+
+
+def body_size(topic: str, i: int) -> int:
+    return (120 if topic == "ledger" else 40) + i % 13
 
 
 def scrape(broker: LocalBroker) -> Snapshot:
@@ -84,6 +95,42 @@ def traffic(module_brokers: Brokers, s3_server: S3Server) -> Traffic:
     ends = {q: client.queue_offsets(TOPIC, q)[1] for q in range(QUEUES)}
     assert sum(ends.values()) == COUNT
     return Traffic(broker, committed, ends)
+
+
+class Exact:
+    def __init__(
+        self, broker: LocalBroker, sent: dict[str, tuple[int, int]], received: tuple[int, int]
+    ):
+        self.broker = broker
+        self.sent = sent  # (messages, body bytes) per topic
+        self.received = received  # (messages, body bytes) the pulls of PULLED handed out
+
+
+@pytest.fixture(scope="module")
+def exact(module_brokers: Brokers, traffic: Traffic) -> Exact:
+    """Known sends to two topics, and one pull of each queue of one of them, issued
+    by hand so that nothing reads ahead: what the client receives is what was read."""
+    client = module_brokers.client(traffic.broker)
+    sent = {}
+    with client.producer() as producer:
+        for topic, (queues, count) in EXACT.items():
+            client.create_topic(topic, queues=queues)
+            bodies = [bytes([97 + i % 26]) * body_size(topic, i) for i in range(count)]
+            futures = [producer.send(topic, body) for body in bodies]
+            producer.flush()
+            assert [f.exception() for f in futures] == [None] * count
+            sent[topic] = (count, sum(map(len, bodies)))
+    messages = body_bytes = 0
+    for queue in range(EXACT[PULLED][0]):
+        end = client.queue_offsets(PULLED, queue)[1]
+        pull = client.encoded_pull(client.route(PULLED).queues[queue].endpoint)
+        request = pb.PullRequest(topic=PULLED, queue_id=queue, offset=0, max_messages=PULL_MAX)
+        got, _, _, _ = decode_pull_response(pull(request, timeout=10, metadata=client.metadata))
+        assert len(got) == min(PULL_MAX, end)
+        messages += len(got)
+        body_bytes += sum(len(message.body) for message in got)
+    assert 0 < messages < EXACT[PULLED][1]  # a partial consume
+    return Exact(traffic.broker, sent, (messages, body_bytes))
 
 
 # ---- without a broker ------------------------------------------------------------------
@@ -156,6 +203,27 @@ def test_counters_match_the_traffic(traffic: Traffic) -> None:
         )
 
 
+def test_per_topic_messages_and_bytes_in_and_out_match_the_traffic(exact: Exact) -> None:
+    snapshot = scrape(exact.broker)
+    for topic, (messages, body_bytes) in exact.sent.items():
+        assert total(snapshot, "rmq_topic_messages_in_total", topic=topic) == messages
+        assert total(snapshot, "rmq_topic_bytes_in_total", topic=topic) == body_bytes
+    assert (
+        total(snapshot, "rmq_topic_messages_out_total", topic=PULLED),
+        total(snapshot, "rmq_topic_bytes_out_total", topic=PULLED),
+    ) == exact.received
+    assert total(snapshot, "rmq_topic_messages_out_total", topic="audit") == 0
+    assert total(snapshot, "rmq_topic_bytes_out_total", topic="audit") == 0
+    assert total(snapshot, "rmq_topic_messages_in_total", topic=TOPIC) == COUNT
+    assert total(snapshot, "rmq_topic_bytes_in_total", topic=TOPIC) == COUNT * SIZE
+    # Per shard, the topics add up to the shard's own counters (so the consumer's reads,
+    # read-ahead included, are all in the topic it read).
+    for family in ("messages_in", "bytes_in", "messages_out", "bytes_out"):
+        per_topic = snapshot.by(f"rmq_topic_{family}_total", "shard")
+        assert per_topic == snapshot.by(f"rmq_{family}_total", "shard"), family
+        assert set(per_topic) == {"0", "1"}
+
+
 def test_consumer_lag_per_queue_after_a_partial_consume(traffic: Traffic) -> None:
     snapshot = scrape(traffic.broker)
     for queue in range(QUEUES):
@@ -225,6 +293,8 @@ def test_rmq_status_once_shows_each_shard_and_the_lag(traffic: Traffic) -> None:
     lag = COUNT - sum(traffic.committed.values())
     assert [GROUP, TOPIC, str(lag)] in [line.split() for line in lines]
     assert [TOPIC, str(COUNT)] in [line.split()[:2] for line in lines]
+    topic_header = next(line for line in lines if line.split()[:2] == ["topic", "messages"])
+    assert topic_header.split()[2:] == ["in", "msg", "out", "msg", "in", "bytes", "out", "bytes"]
 
 
 def test_rmq_status_says_when_no_broker_runs(tmp_path: Path) -> None:
@@ -253,6 +323,7 @@ def test_a_killed_shard_process_shows_in_the_restart_counter(traffic: Traffic) -
     assert total(after, "rmq_recovery_abnormal", shard="1") == 1
     assert total(after, "rmq_recovery_abnormal", shard="0") == 0
     assert total(after, "rmq_messages_in_total", shard="1") == 0
+    assert total(after, "rmq_topic_messages_in_total", shard="1", topic=TOPIC) == 0
     assert total(after, "rmq_messages_in_total", shard="0") == total(
         before, "rmq_messages_in_total", shard="0"
     )

@@ -642,6 +642,12 @@ class Store:
         ``bounds`` (upper bounds), ``counts`` (per bucket, not cumulative, one more than
         the bounds: the last is above them) and ``sum``; and ``commitlog_min_offset``,
         ``commitlog_max_offset``, ``flushed_offset``, ``dispatch_lag_bytes``."""
+    def queue_traffic(self) -> list[tuple[str, int, int, int, int, int]]:
+        """Every queue's traffic since the store was opened, ordered by topic and queue:
+        ``(topic, queue_id, messages_in, body_bytes_in, messages_out, body_bytes_out)``.
+        Out counts what pulls handed out (a consumer may read ahead of what it commits).
+        Relaxed atomics on the queue object the put and pull already hold; queues without
+        traffic are listed at zero. Reset when the store is opened again."""
     def tier_status(self) -> dict[str, Any] | None:
         """The tier's state: ``url``, ``segments`` (``start_offset``, ``size`` and
         ``state``: active, pending, uploaded or evicted) and ``upload`` (``failing`` with

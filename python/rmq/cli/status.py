@@ -4,7 +4,8 @@ It scrapes the endpoint ``rmq serve --metrics-port`` serves (found in DATA/serve
 or given with ``--url``) every second and shows, per shard, messages and bytes per
 second in and out, the p99 put latency of the interval, disk usage against the
 retention threshold, commit-log size, dispatch lag, consumer lag and restarts; then the
-consumer groups' lag and the topics. ``--once`` prints one view (two scrapes an
+consumer groups' lag and the topics (messages stored, messages and bytes per second in
+and out). ``--once`` prints one view (two scrapes an
 interval apart, for the rates) and exits.
 """
 
@@ -99,11 +100,14 @@ def _increase(now: float, before: float | None) -> float:
     return now if now < before else now - before  # a counter that reset (a restart)
 
 
-def _rate(now: Snapshot, before: Snapshot | None, name: str, shard: str) -> float | None:
+def _rate(
+    now: Snapshot, before: Snapshot | None, name: str, key: str, label: str = "shard"
+) -> float | None:
+    """Per second since ``before``, of ``name`` summed by ``label`` (its value ``key``)."""
     if before is None or now.taken <= before.taken:
         return None
-    value = now.by(name, "shard").get(shard, 0.0)
-    previous = before.by(name, "shard").get(shard)
+    value = now.by(name, label).get(key, 0.0)
+    previous = before.by(name, label).get(key)
     return _increase(value, previous) / (now.taken - before.taken)
 
 
@@ -191,20 +195,33 @@ def render(now: Snapshot, before: Snapshot | None, url: str) -> str:
                 ([g, t, _number(v)] for (g, t), v in sorted(groups.items())),
             ),
         ]
-    topics = now.by("rmq_topic_messages_total", "topic")
-    if topics:
-        old_topics = before.by("rmq_topic_messages_total", "topic") if before else {}
-        span = now.taken - before.taken if before else 0.0
-        topic_rows = [
-            [
-                topic,
-                _number(count),
-                _number(_increase(count, old_topics.get(topic)) / span, "/s") if span else "-",
-            ]
-            for topic, count in sorted(topics.items())
-        ]
-        lines += ["", *_table(["topic", "messages", "in msg"], topic_rows)]
+    lines += _topics(now, before)
     return "\n".join(lines)
+
+
+def _topics(now: Snapshot, before: Snapshot | None) -> list[str]:
+    """The topics: messages stored (from the queues' offsets), and the rates of messages
+    and body bytes in and out (from the engine's per-topic counters)."""
+    topics = now.by("rmq_topic_messages_total", "topic")
+    if not topics:
+        return []
+
+    def rate(name: str, topic: str) -> float | None:
+        return _rate(now, before, name, topic, "topic")
+
+    rows = [
+        [
+            topic,
+            _number(count),
+            _number(rate("rmq_topic_messages_in_total", topic), "/s"),
+            _number(rate("rmq_topic_messages_out_total", topic), "/s"),
+            _bytes_rate(rate("rmq_topic_bytes_in_total", topic)),
+            _bytes_rate(rate("rmq_topic_bytes_out_total", topic)),
+        ]
+        for topic, count in sorted(topics.items())
+    ]
+    headers = ["topic", "messages", "in msg", "out msg", "in bytes", "out bytes"]
+    return ["", *_table(headers, rows)]
 
 
 def metrics_url(args: argparse.Namespace) -> str:

@@ -1,8 +1,8 @@
 """What a shard process reports on a scrape (``rmq serve --metrics-port``): its
-:class:`ShardCollector` reads the engine (``Store.metrics()``, disk usage, queue and
-consumer offsets, the recovery report, the tier's state) only when asked; nothing is
-counted on the hot path beyond the engine's own lock-free counters. ``metrics.py``
-serves it and merges the shards' families in the supervisor.
+:class:`ShardCollector` reads the engine (``Store.metrics()``, each queue's traffic,
+disk usage, queue and consumer offsets, the recovery report, the tier's state) only
+when asked; nothing is counted on the hot path beyond the engine's own lock-free
+counters. ``metrics.py`` serves it and merges the shards' families in the supervisor.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 import rmq
+from rmq.cluster.topic_traffic import TopicTraffic
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +214,7 @@ class ShardCollector(Collector):
             "Messages ever stored in the topic's queues of this shard (sum of queue max offsets)",
             labels=["shard", "topic"],
         )
+        topic_traffic = TopicTraffic()
         queue_labels = ("shard", "topic", "queue", "group")
         lag = gauge(
             "rmq_consumer_lag_messages",
@@ -277,6 +279,10 @@ class ShardCollector(Collector):
             recovery_truncated.add_metric([label], report.bytes_truncated)
             recovery_abnormal.add_metric([label], 1.0 if report.mode == "abnormal" else 0.0)
             self._queues(shard, store, layouts, topic_messages, lag, committed)
+            try:
+                topic_traffic.add(label, store.queue_traffic())
+            except Exception as error:  # closed meanwhile
+                log.warning("no topic traffic for shard %d: %s", shard, error)
             tier = store.tier_status()
             if tier is not None:
                 self._tier(label, tier, tier_pending, tier_segments, tier_uploaded, tier_failing)
@@ -287,7 +293,7 @@ class ShardCollector(Collector):
         yield from (disk_ratio, disk_used, disk_total, thresholds, reserved)
         yield from (recovery_duration, recovery_scanned, recovery_redispatched)
         yield from (recovery_truncated, recovery_abnormal)
-        yield from (topic_messages, lag, committed)
+        yield from (topic_messages, *topic_traffic.families, lag, committed)
         yield from tier_families
 
     def _queues(

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::consume_queue::entry::{CqEntry, ENTRY_SIZE, PLACEHOLDER_SIZE};
-use crate::consume_queue::{ConsumeQueue, QueueBounds};
+use crate::consume_queue::{ConsumeQueue, QueueBounds, QueueTraffic};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::{PageWarmer, WarmCursor};
 use crate::files::segment::Segment;
@@ -30,6 +30,7 @@ pub struct FileConsumeQueue {
     queue_id: i32,
     segments: SegmentQueue,
     bounds: QueueBounds,
+    traffic: QueueTraffic,
     /// Set by `append`, cleared by `flush`, so a flush skips idle queues.
     dirty: AtomicBool,
     warm_cursor: WarmCursor,
@@ -71,6 +72,7 @@ impl FileConsumeQueue {
             queue_id,
             segments,
             bounds: QueueBounds::default(),
+            traffic: QueueTraffic::default(),
             dirty: AtomicBool::new(false),
             warm_cursor: WarmCursor::new(CONSUME_QUEUE_WARM_WINDOW),
         };
@@ -198,6 +200,10 @@ impl ConsumeQueue for FileConsumeQueue {
 
     fn bounds(&self) -> &QueueBounds {
         &self.bounds
+    }
+
+    fn traffic(&self) -> &QueueTraffic {
+        &self.traffic
     }
 
     fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry> {

@@ -12,12 +12,14 @@ pub mod file;
 pub mod file_store;
 pub mod form;
 pub mod rocksdb;
+pub mod traffic;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 pub use entry::{CqEntry, ENTRY_SIZE, PLACEHOLDER_SIZE};
+pub use traffic::{QueueTraffic, TrafficSnapshot};
 
 use crate::error::Result;
 use crate::files::page_warmer::PageWarmer;
@@ -66,6 +68,8 @@ pub trait ConsumeQueue: Send + Sync + std::fmt::Debug {
     /// Where the queue is kept, for error messages.
     fn location(&self) -> &Path;
     fn bounds(&self) -> &QueueBounds;
+    /// Messages and bytes stored and read since the store opened (`traffic.rs`).
+    fn traffic(&self) -> &QueueTraffic;
     /// The stored entry at `queue_offset`, whether or not it is in the readable range.
     fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry>;
     /// Append `entries` for the queue offsets from `first_offset` on; the first must be

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::Store;
+use crate::consume_queue::TrafficSnapshot;
 
 /// Upper bounds of the latency buckets, in microseconds (the last bucket is unbounded).
 pub const LATENCY_BOUNDS_US: [u64; 14] = [
@@ -178,6 +179,35 @@ impl Store {
             flushed_offset: inner.flush.flushed_offset(),
             dispatch_lag_bytes: max.saturating_sub(inner.dispatched_offset.load(Ordering::Acquire)),
         }
+    }
+}
+
+/// One queue's traffic since the store opened (`consume_queue/traffic.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueTrafficSnapshot {
+    pub topic: String,
+    pub queue_id: i32,
+    pub traffic: TrafficSnapshot,
+}
+
+impl Store {
+    /// Every queue's messages and body bytes stored and read since the store opened,
+    /// ordered by topic and queue. Queues without traffic are listed too, so that a
+    /// counter exists (at zero) before its first message. Read at scrape time only.
+    pub fn queue_traffic(&self) -> Vec<QueueTrafficSnapshot> {
+        let mut queues: Vec<QueueTrafficSnapshot> = self
+            .inner
+            .queues
+            .all()
+            .iter()
+            .map(|queue| QueueTrafficSnapshot {
+                topic: queue.topic().to_string(),
+                queue_id: queue.queue_id(),
+                traffic: queue.traffic().snapshot(),
+            })
+            .collect();
+        queues.sort_by(|a, b| (&a.topic, a.queue_id).cmp(&(&b.topic, b.queue_id)));
+        queues
     }
 }
 

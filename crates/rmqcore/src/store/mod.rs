@@ -33,7 +33,7 @@ mod read;
 mod tiering;
 mod write;
 
-pub use metrics::{HistogramSnapshot, MetricsSnapshot};
+pub use metrics::{HistogramSnapshot, MetricsSnapshot, QueueTrafficSnapshot};
 pub use read::{PullResult, Pulled};
 pub use tiering::{SegmentTier, TierStatus};
 

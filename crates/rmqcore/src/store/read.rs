@@ -194,6 +194,7 @@ impl Store {
             count += 1;
             next += 1;
         }
+        queue.traffic().read(count, bytes);
         self.inner.metrics.pulled(count, bytes, started.elapsed());
         Ok(Pulled {
             count,

@@ -70,8 +70,9 @@ impl Store {
             }
         }
 
+        let body_bytes = drafts.iter().map(|draft| draft.body.len()).sum();
         let (results, end) = {
-            let _writer = self.inner.write_guard();
+            let writer = self.inner.write_guard();
             self.check_writable()?;
             self.inner.ensure_topic(topic, queue_id + 1)?;
             let queue = self.inner.queues.get_or_create(topic, queue_id)?;
@@ -117,6 +118,9 @@ impl Store {
             self.inner
                 .last_store_timestamp
                 .store(store_timestamp, Ordering::Release);
+            // Counted once the records are in the log and the queue, under the write
+            // lock that lets the queue's counters do without atomic adds.
+            queue.traffic().stored(&writer, drafts.len(), body_bytes);
             (results, end)
         };
         if options.flush_mode == FlushMode::Sync {
@@ -124,7 +128,6 @@ impl Store {
                 .flush
                 .wait_flushed(end, Duration::from_millis(options.sync_flush_timeout_ms))?;
         }
-        let body_bytes = drafts.iter().map(|draft| draft.body.len()).sum();
         self.inner
             .metrics
             .put(drafts.len(), body_bytes, started.elapsed());

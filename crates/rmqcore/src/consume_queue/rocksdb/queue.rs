@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::layout::{self, Bound, QueueEnd};
 use super::{Batch, Database, Family};
-use crate::consume_queue::{ConsumeQueue, CqEntry, QueueBounds};
+use crate::consume_queue::{ConsumeQueue, CqEntry, QueueBounds, QueueTraffic};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::PageWarmer;
 
@@ -32,6 +32,7 @@ pub struct RocksDbConsumeQueue {
     assigned: QueueBounds,
     /// The writer-thread job holding the queue's last assigned entries.
     pending_seq: AtomicU64,
+    traffic: QueueTraffic,
 }
 
 impl RocksDbConsumeQueue {
@@ -43,6 +44,7 @@ impl RocksDbConsumeQueue {
             bounds: QueueBounds::new(at, at),
             assigned: QueueBounds::new(at, at),
             pending_seq: AtomicU64::new(0),
+            traffic: QueueTraffic::default(),
         }
     }
 
@@ -258,6 +260,10 @@ impl ConsumeQueue for RocksDbConsumeQueue {
 
     fn writer_bounds(&self) -> &QueueBounds {
         &self.assigned
+    }
+
+    fn traffic(&self) -> &QueueTraffic {
+        &self.traffic
     }
 
     fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry> {
