@@ -318,6 +318,18 @@ def test_options_are_checked_before_anything_is_read() -> None:
             parse_stream_options(options)
 
 
+def test_a_pyspark_without_streaming_read_limits_gets_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pyspark before 4.2 has no pyspark.sql.streaming.datasource: importing it fails
+    # the way a None entry in sys.modules makes it fail.
+    monkeypatch.setitem(sys.modules, "pyspark.sql.streaming.datasource", None)
+    monkeypatch.delitem(sys.modules, "rmq.spark.stream", raising=False)
+    source = rmq.spark.RmqDataSource({"endpoint": "127.0.0.1:1", "topic": "t"})
+    with pytest.raises(ImportError, match=r"needs pyspark 4\.2 or later .* this is pyspark"):
+        source.streamReader(rmq.spark.SCHEMA)
+
+
 def test_micro_batches_share_the_limit_among_queues_and_cut_ranges() -> None:
     assert cap_offsets({0: 0, 1: 0}, {0: 100, 1: 300}, 40) == {0: 10, 1: 30}
     assert cap_offsets({0: 0, 1: 0}, {0: 10, 1: 20}, 40) == {0: 10, 1: 20}
