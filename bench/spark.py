@@ -1,4 +1,6 @@
-"""``spark``: count and group by topic over a two-shard store, rmq source vs Parquet."""
+"""``spark``: count and group by topic over a two-shard store, rmq source vs Parquet; and
+streaming from a running broker into Parquet, rmq's stream source vs Spark's Kafka source
+(``bench/spark_stream.py``)."""
 
 from __future__ import annotations
 
@@ -17,11 +19,22 @@ from bench.harness import (
     System,
     rmq_store_class,
 )
+from bench.spark_stream import (
+    QUEUES as STREAM_QUEUES,
+)
+from bench.spark_stream import (
+    KafkaStreamBroker,
+    RmqStreamBroker,
+    payload,
+    stream_runner,
+)
 
 TOPICS = ("orders", "payments", "audit")
 SHARDS = 2
 QUEUES = 4
 BODY = 256
+#: The batch cases' query with a schema of the one column they use (``.schema(...)``).
+NEEDED_COLUMNS = "topic string"
 
 
 def _check_source() -> None:
@@ -40,14 +53,19 @@ def _check_source() -> None:
 
 
 class SparkRun:
-    """One SparkSession (local[2]) and one data set shared by the Spark systems."""
+    """One SparkSession (local[2]) and one data set shared by the Spark systems. With
+    ``kafka``, the session gets Spark's Kafka source (fetched with Maven on first use);
+    ``kafka_problem`` says why not when it cannot."""
 
-    def __init__(self, messages: int, work_dir: Path) -> None:
+    def __init__(self, messages: int, work_dir: Path, kafka: bool = False) -> None:
         self.messages = messages
         self.spark: Any = None
         self.root = work_dir / f"spark-data-{os.getpid()}"
         self.users = 0
         self.warmed: set[str] = set()
+        self.kafka = kafka
+        self.kafka_problem: str | None = None
+        self.kafka_note = ""
 
     def acquire(self) -> None:
         _check_source()
@@ -56,18 +74,35 @@ class SparkRun:
             import rmq.spark as rmq_spark
             from pyspark.sql import SparkSession
 
-            self.spark = (
+            builder = (
                 SparkSession.builder.master("local[2]")
                 .appName("rmq-bench")
                 .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
                 .config("spark.driver.memory", "1g")
                 .config("spark.sql.shuffle.partitions", "4")
-                .getOrCreate()
             )
+            jars = self._kafka_jars()
+            if jars:
+                builder = builder.config("spark.jars", ",".join(jars))
+            self.spark = builder.getOrCreate()
             register = getattr(rmq_spark, "register", None)
             if register is not None:
                 register(self.spark)
         self.users += 1
+
+    def _kafka_jars(self) -> list[str]:
+        if not self.kafka:
+            return []
+        from bench.peers.spark_kafka import connector
+
+        try:
+            found = connector()
+        except NotMeasurable as exc:
+            self.kafka_problem = str(exc)
+            return []
+        self.kafka_note = found.note
+        return [str(jar) for jar in found.jars]
 
     def release(self) -> None:
         self.users -= 1
@@ -123,12 +158,38 @@ class SparkRun:
     def frame(self, source: str) -> Any:
         if source == "rmq":
             return self.spark.read.format("rmq").load(str(self.root / "broker"))
+        if source == "rmq needed columns":
+            reader = self.spark.read.format("rmq").schema(NEEDED_COLUMNS)
+            return reader.load(str(self.root / "broker"))
         return self.spark.read.parquet(str(self.root / "messages.parquet"))
 
 
 def build(ctx: Context) -> Benchmark:
     messages = ctx.pick(3_000, 300_000, 3_000_000)
-    shared = SparkRun(messages, ctx.work_dir)
+    streamed = ctx.pick(1_000, 200_000, 1_000_000)
+    # The tiny size (the smoke test) checks that the cases run, not how fast: two
+    # micro-batches and no warm-up query.
+    batches, warm_up = ctx.pick(2, 10, 10), ctx.size != "tiny"
+    kafka_skipped = bool({"kafka", "java", "kafka source"} & ctx.skip)
+    shared = SparkRun(messages, ctx.work_dir, kafka=not kafka_skipped)
+    body = payload(BODY)
+    rmq_broker = RmqStreamBroker(streamed, body)
+    kafka_broker = KafkaStreamBroker(streamed, body)
+    batch_cases = ["count", "group by topic"]
+    stream_cases = ["stream, all columns", "stream, same columns"]
+
+    parameters: dict[str, Any] = {
+        "messages": messages,
+        "streamed": streamed,
+        "body": BODY,
+        "shards": SHARDS,
+        "topics": TOPICS,
+        "stream_queues": STREAM_QUEUES,
+        "goals": {
+            "batch": "rmq source >= 1x parquet on count and group by",
+            "stream": "rmq source >= 1.5x kafka source rows/s, micro-batch p99 no worse",
+        },
+    }
 
     def runner(source: str) -> Any:
         def run(case: Case, workdir: Path) -> Metrics:
@@ -147,6 +208,31 @@ def build(ctx: Context) -> Benchmark:
             return {"seconds": seconds, "rows_per_s": n / seconds}
 
         return run
+
+    batch_rmq = runner("rmq")
+    stream_rmq = stream_runner(
+        lambda: shared.spark, rmq_broker, streamed, shared.warmed, batches, warm_up
+    )
+
+    def rmq_run(case: Case, workdir: Path) -> Metrics:
+        if case.params["query"] == "stream":
+            return stream_rmq(case, workdir)
+        return batch_rmq(case, workdir)
+
+    def rmq_teardown() -> None:
+        rmq_broker.stop()
+        shared.release()
+
+    def kafka_setup() -> None:
+        shared.acquire()
+        if shared.kafka_problem is not None:
+            shared.release()
+            raise NotMeasurable(shared.kafka_problem)
+        parameters["kafka_source"] = shared.kafka_note
+
+    def kafka_teardown() -> None:
+        kafka_broker.stop()
+        shared.release()
 
     def decoder(case: Case, workdir: Path) -> Metrics:
         rmq_store_class()
@@ -180,51 +266,100 @@ def build(ctx: Context) -> Benchmark:
             "gb_per_s": scanned / seconds / 1e9,
         }
 
+    def spark_system(name: str, run: Any, role: str, cases: list[str], note: str) -> System:
+        return System(
+            name,
+            run,
+            role=role,
+            setup=shared.acquire,
+            teardown=shared.release,
+            isolate=False,
+            cases=cases,
+            note=note,
+        )
+
     return Benchmark(
         name="spark",
-        title="Spark count and group by topic over shard files",
+        title="Spark over shard files (count, group by) and streaming from a broker",
         description=(
-            f"{messages:,} messages of {BODY} B over {len(TOPICS)} topics in {SHARDS} shard "
-            "directories, read by Spark local[2]: through spark.read.format('rmq') and from "
-            "a Parquet file of the same rows (written beforehand, not timed). The first query "
-            "of each source runs once untimed (JVM warm-up). The native decoder alone reads "
-            "the same segments without Spark."
+            f"Batch: {messages:,} messages of {BODY} B over {len(TOPICS)} topics in {SHARDS} "
+            "shard directories, read by Spark local[2]: through spark.read.format('rmq') and "
+            "from a Parquet file of the same rows (written beforehand, not timed). The first "
+            "query of each source runs once untimed (JVM warm-up). The native decoder alone "
+            f"reads the same segments without Spark. Streaming: {streamed:,} messages of "
+            f"{BODY} B (one body) pre-loaded into rmq serve --shards 2 and into Kafka 4.1, "
+            f"topics of {STREAM_QUEUES} queues (partitions); each round a streaming query "
+            "reads them from the earliest offsets into Parquet with a new checkpoint "
+            "(Trigger.AvailableNow, maxOffsetsPerTrigger = N/10; N/2 at size tiny). rows/s "
+            "over the query's life (start() to its end); micro-batch p50/p99 of recentProgress's "
+            "durationMs.triggerExecution. 'all columns': each source's whole row; 'same "
+            "columns': topic, queue/partition, offset, body, timestamp (rmq through "
+            ".schema(...), Kafka through select). The first query of each source and case "
+            "runs once untimed. The brokers start at their first streaming case and stay up "
+            "(idle) until the end."
         ),
         cases=[
             Case("count", {"query": "count"}),
             Case("group by topic", {"query": "group"}),
+            Case("stream, all columns", {"query": "stream", "same_columns": False}),
+            Case("stream, same columns", {"query": "stream", "same_columns": True}),
         ],
         systems=[
             System(
                 "rmq source",
-                runner("rmq"),
+                rmq_run,
                 role="rmq",
                 setup=shared.acquire,
-                teardown=shared.release,
+                teardown=rmq_teardown,
                 isolate=False,
             ),
-            System(
+            spark_system(
                 "parquet",
                 runner("parquet"),
-                role="peer",
-                setup=shared.acquire,
-                teardown=shared.release,
-                isolate=False,
-                note="same rows in one Parquet file (pyarrow), spark.read.parquet",
+                "peer",
+                batch_cases,
+                "same rows in one Parquet file (pyarrow), spark.read.parquet",
             ),
-            System(
+            spark_system(
+                "rmq source, needed columns",
+                runner("rmq needed columns"),
+                "baseline",
+                batch_cases,
+                f"spark.read.format('rmq').schema('{NEEDED_COLUMNS}'): only the column the "
+                "query uses crosses from the Python worker to the JVM (PySpark's data source "
+                "API prunes no columns)",
+            ),
+            spark_system(
                 "native decoder",
                 decoder,
-                role="baseline",
-                setup=shared.acquire,
-                teardown=shared.release,
-                isolate=False,
-                cases=["count"],
-                note="rmq._rmqcore.SegmentDecoder over every segment, all columns, CRC "
+                "baseline",
+                ["count"],
+                "rmq._rmqcore.SegmentDecoder over every segment, all columns, CRC "
                 "checked, one thread (GB/s = record bytes decoded per second on one core)",
+            ),
+            System(
+                "kafka source",
+                stream_runner(
+                    lambda: shared.spark, kafka_broker, streamed, shared.warmed, batches, warm_up
+                ),
+                role="peer",
+                setup=kafka_setup,
+                teardown=kafka_teardown,
+                isolate=False,
+                cases=stream_cases,
+                tags=frozenset({"java", "kafka"}),
+                note="Kafka 4.1.0 KRaft broker (512 MiB heap), topic of 8 partitions; "
+                "spark.readStream.format('kafka') (spark-sql-kafka-0-10, fetched with Maven)",
             ),
         ],
         primary="rows_per_s",
-        parameters={"messages": messages, "body": BODY, "shards": SHARDS, "topics": TOPICS},
-        columns={"rows_per_s": "rows/s", "seconds": "seconds", "gb_per_s": "GB/s"},
+        parameters=parameters,
+        columns={
+            "rows_per_s": "rows/s",
+            "seconds": "seconds",
+            "gb_per_s": "GB/s",
+            "batch_p50_ms": "batch p50 ms",
+            "batch_p99_ms": "batch p99 ms",
+            "batches": "batches",
+        },
     )

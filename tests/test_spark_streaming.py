@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from rmq.client import Client, SendFuture
 from rmq.cluster.local import LocalBroker
-from rmq.spark.offsets import cap_offsets, plan_ranges
+from rmq.spark.offsets import QueueRange, cap_offsets, group_ranges, plan_ranges
 from rmq.spark.stream_options import parse_stream_options
 
 from tests.support.brokers import Brokers
@@ -318,6 +318,18 @@ def test_options_are_checked_before_anything_is_read() -> None:
             parse_stream_options(options)
 
 
+def test_a_pyspark_without_streaming_read_limits_gets_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pyspark before 4.2 has no pyspark.sql.streaming.datasource: importing it fails
+    # the way a None entry in sys.modules makes it fail.
+    monkeypatch.setitem(sys.modules, "pyspark.sql.streaming.datasource", None)
+    monkeypatch.delitem(sys.modules, "rmq.spark.stream", raising=False)
+    source = rmq.spark.RmqDataSource({"endpoint": "127.0.0.1:1", "topic": "t"})
+    with pytest.raises(ImportError, match=r"needs pyspark 4\.2 or later .* this is pyspark"):
+        source.streamReader(rmq.spark.SCHEMA)
+
+
 def test_micro_batches_share_the_limit_among_queues_and_cut_ranges() -> None:
     assert cap_offsets({0: 0, 1: 0}, {0: 100, 1: 300}, 40) == {0: 10, 1: 30}
     assert cap_offsets({0: 0, 1: 0}, {0: 10, 1: 20}, 40) == {0: 10, 1: 20}
@@ -330,6 +342,24 @@ def test_micro_batches_share_the_limit_among_queues_and_cut_ranges() -> None:
         (0, 0, 2), (0, 2, 5), (0, 5, 10), (1, 0, 4),
     ]  # fmt: skip
     assert all(r.new_queue == (r.queue_id == 1) for r in ranges)
+
+
+def test_small_queue_ranges_share_partitions() -> None:
+    def shape(groups: list[list[QueueRange]]) -> list[list[tuple[int, int]]]:
+        return [[(r.queue_id, r.end - r.start) for r in group] for group in groups]
+
+    eight = [QueueRange(q, 100, 100 + 2_500) for q in range(8)]
+    # 20,000 messages, about 10,000 a partition: two partitions of four queues each.
+    assert shape(group_ranges(eight, 10_000, 1)) == [
+        [(0, 2_500), (2, 2_500), (4, 2_500), (6, 2_500)],
+        [(1, 2_500), (3, 2_500), (5, 2_500), (7, 2_500)],
+    ]
+    # Large ranges keep a partition each; minPartitions is kept.
+    assert len(group_ranges(eight, 1_000, 1)) == 8
+    assert len(group_ranges(eight, 10_000, 3)) == 3
+    uneven = [QueueRange(0, 0, 9_000), QueueRange(1, 0, 500), QueueRange(2, 0, 700)]
+    assert shape(group_ranges(uneven, 5_000, 1)) == [[(0, 9_000)], [(1, 500), (2, 700)]]
+    assert group_ranges([], 10_000, 1) == []
 
 
 def test_starting_positions_limits_filters_and_a_narrow_schema(

@@ -27,11 +27,14 @@ def java_available() -> None:
             raise NotMeasurable(f"`{tool}` is not on PATH (a JDK 17+ and Maven are needed)")
 
 
-def fetch_jars(name: str, quiet: bool = True) -> Path:
-    """Copy the peer's released jars (and their dependencies) into .cache/<name>/lib."""
+def fetch_jars(
+    name: str, quiet: bool = True, properties: dict[str, str] | None = None, cache: str = ""
+) -> Path:
+    """Copy the peer's released jars (and their dependencies) into .cache/<cache>/lib
+    (``cache`` defaults to ``name``); ``properties`` are given to Maven as ``-Dkey=value``."""
     java_available()
-    lib = CACHE / name / "lib"
-    stamp = CACHE / name / ".fetched"
+    lib = CACHE / (cache or name) / "lib"
+    stamp = CACHE / (cache or name) / ".fetched"
     pom = PEERS_DIR / name / "pom.xml"
     if stamp.exists() and stamp.stat().st_mtime >= pom.stat().st_mtime and any(lib.glob("*.jar")):
         return lib
@@ -45,8 +48,9 @@ def fetch_jars(name: str, quiet: bool = True) -> Path:
         "dependency:copy-dependencies",
         f"-DoutputDirectory={lib}",
         "-DincludeScope=runtime",
+        *(f"-D{key}={value}" for key, value in (properties or {}).items()),
     ]
-    print(f"   fetching {name} jars with Maven ...", flush=True)
+    print(f"   fetching {cache or name} jars with Maven ...", flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])

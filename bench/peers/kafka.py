@@ -124,8 +124,19 @@ class Kafka:
         if proc.returncode != 0:
             raise RuntimeError(f"Kafka topic create failed: {(proc.stdout + proc.stderr)[-500:]}")
 
-    def produce(self, topic: str, count: int, body: int, batch: int = 0) -> dict[str, float]:
-        """``batch`` is unused: the Kafka producer batches by bytes and linger itself."""
+    def produce(
+        self, topic: str, count: int, body: int, batch: int = 0, payload: bytes | None = None
+    ) -> dict[str, float]:
+        """``batch`` is unused: the Kafka producer batches by bytes and linger itself.
+        ``payload`` (``body`` bytes, no newline) is sent as every record's value instead of
+        the tool's random bytes."""
+        if payload is not None:
+            assert self.home is not None and b"\n" not in payload and len(payload) == body
+            payload_file = self.home / "payload"
+            payload_file.write_bytes(payload)
+            value = ["--payload-file", str(payload_file)]
+        else:
+            value = ["--record-size", str(body)]
         proc = run_java_tool(
             "org.apache.kafka.tools.ProducerPerformance",
             [
@@ -133,8 +144,7 @@ class Kafka:
                 topic,
                 "--num-records",
                 str(count),
-                "--record-size",
-                str(body),
+                *value,
                 "--throughput",
                 "-1",
                 "--producer-props",

@@ -9,12 +9,19 @@ holds: a restarted query re-reads a planned batch to the same rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rmq.errors import InvalidArgumentError
 
-__all__ = ["QueueRange", "cap_offsets", "offsets_from_json", "offsets_to_json", "plan_ranges"]
+__all__ = [
+    "QueueRange",
+    "cap_offsets",
+    "group_ranges",
+    "offsets_from_json",
+    "offsets_to_json",
+    "plan_ranges",
+]
 
 #: Queue id to offset.
 Offsets = dict[int, int]
@@ -95,3 +102,21 @@ def plan_ranges(
             QueueRange(largest.queue_id, middle, largest.end, largest.new_queue),
         ]
     return ranges
+
+
+def group_ranges(
+    ranges: Sequence[QueueRange], min_rows: int, min_partitions: int
+) -> list[list[QueueRange]]:
+    """The ranges in partitions: as many as hold ``min_rows`` messages or more each (at
+    least ``min_partitions``, at most one per range), balanced by messages, each in queue
+    order. A partition costs a Python task, so a micro-batch of a few messages per queue
+    is read by a few tasks rather than one per queue."""
+    sizes = [r.end - r.start for r in ranges]
+    count = min(len(ranges), max(min_partitions, sum(sizes) // max(1, min_rows), 1))
+    groups: list[list[QueueRange]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for size, queue_range in sorted(zip(sizes, ranges, strict=True), key=lambda x: -x[0]):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(queue_range)
+        loads[lightest] += size
+    return [sorted(group, key=lambda r: (r.queue_id, r.start)) for group in groups if group]

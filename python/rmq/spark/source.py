@@ -44,8 +44,12 @@ if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
 
     from rmq.spark.sink import WriteOptions
+    from rmq.spark.stream import RmqStreamReader
 
-__all__ = ["SCHEMA", "RmqDataSource"]
+__all__ = ["SCHEMA", "STREAM_PYSPARK", "RmqDataSource"]
+
+#: The first pyspark whose Python data sources can stream as ``rmq`` does.
+STREAM_PYSPARK = "4.2"
 
 #: The rows of ``spark.read.format("rmq")``.
 SCHEMA = StructType(
@@ -102,11 +106,11 @@ class RmqDataSource(DataSource):
     # batch read should not load the gRPC client.
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from rmq.spark.stream import RmqStreamReader
+        reader_class = _stream_reader_class()
         from rmq.spark.stream_options import parse_stream_options
 
         arrow_schema = ARROW_SCHEMA if schema == SCHEMA else _projection(schema)
-        return RmqStreamReader(parse_stream_options(self.options), arrow_schema)
+        return reader_class(parse_stream_options(self.options), arrow_schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from rmq.spark.sink import RmqWriter, check_broker, sink_columns
@@ -130,6 +134,25 @@ class RmqDataSource(DataSource):
         if overwrite:
             raise InvalidArgumentError("rmq only appends: write with mode append", argument="mode")
         return parse_write_options(self.options)
+
+
+def _stream_reader_class() -> type[RmqStreamReader]:
+    """The stream reader, or a clear ``ImportError`` on a pyspark without what it needs
+    (``pyspark.sql.streaming.datasource``: read limits and ``Trigger.AvailableNow`` for
+    Python sources, from pyspark 4.2)."""
+    try:
+        from rmq.spark.stream import RmqStreamReader
+    except ImportError as missing:
+        if not (missing.name or "").startswith("pyspark"):
+            raise
+        import pyspark
+
+        raise ImportError(
+            f"spark.readStream.format('rmq') needs pyspark {STREAM_PYSPARK} or later (read "
+            "limits and Trigger.AvailableNow for Python data sources); this is pyspark "
+            f"{pyspark.__version__} ({missing}): pip install 'pyspark>={STREAM_PYSPARK}'"
+        ) from missing
+    return RmqStreamReader
 
 
 def _loosely(data_type: DataType) -> DataType:

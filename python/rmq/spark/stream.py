@@ -28,26 +28,41 @@ from pyspark.sql.streaming.datasource import (
 
 from rmq.errors import InvalidArgumentError
 from rmq.spark.broker_queues import BrokerQueues, read_broker_range
-from rmq.spark.offsets import Offsets, cap_offsets, offsets_from_json, offsets_to_json, plan_ranges
+from rmq.spark.offsets import (
+    Offsets,
+    QueueRange,
+    cap_offsets,
+    group_ranges,
+    offsets_from_json,
+    offsets_to_json,
+    plan_ranges,
+)
 from rmq.spark.queue_read import RangeRead, data_loss_error
 from rmq.spark.rows import messages_to_batch
 from rmq.spark.store_queues import StoreQueues, read_store_range
 from rmq.spark.stream_options import EARLIEST, LATEST, StreamOptions
 
-__all__ = ["RmqStreamReader", "StreamPart"]
+__all__ = ["QueuePart", "RmqStreamReader", "StreamPart"]
 
 Queues = BrokerQueues | StoreQueues
 
 
 @dataclass(frozen=True)
-class StreamPart:
-    """One partition: a queue range and where to read it (a broker's endpoint, or the
-    store directory holding the queue)."""
+class QueuePart:
+    """A queue range and where to read it (a broker's endpoint, or the store directory
+    holding the queue)."""
 
     location: str
-    from_broker: bool
     shard: str
     read: RangeRead
+
+
+@dataclass(frozen=True)
+class StreamPart:
+    """One partition: queue ranges read one after the other (see ``group_ranges``)."""
+
+    from_broker: bool
+    queues: tuple[QueuePart, ...]
 
 
 class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -180,8 +195,9 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         queues = self.queues()
         shards = queues.shard_names()
         locations = queues.locations() if isinstance(queues, StoreQueues) else {}
-        parts = []
-        for queue_range in ranges:
+        from_broker = isinstance(queues, BrokerQueues)
+
+        def queue_part(queue_range: QueueRange) -> QueuePart:
             queue = queue_range.queue_id
             read = RangeRead(
                 topic=options.topic,
@@ -194,11 +210,14 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 batch_rows=options.batch_rows,
             )
             if isinstance(queues, BrokerQueues):
-                part = StreamPart(queues.endpoint, True, shards.get(queue, ""), read)
-            else:
-                part = StreamPart(locations[queue], False, shards[queue], read)
-            parts.append(InputPartition(part))
-        return parts
+                return QueuePart(queues.endpoint, shards.get(queue, ""), read)
+            return QueuePart(locations[queue], shards[queue], read)
+
+        groups = group_ranges(ranges, options.min_rows_per_partition, options.min_partitions)
+        return [
+            InputPartition(StreamPart(from_broker, tuple(queue_part(r) for r in group)))
+            for group in groups
+        ]
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: the query's position lives in Spark's checkpoint, not in rmq."""
@@ -215,9 +234,10 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not isinstance(part, StreamPart):
             return
         tags = self.options.tags
-        if part.from_broker:
-            lists = read_broker_range(part.location, self.options.token, tags, part.read)
-        else:
-            lists = read_store_range(part.location, tags, part.read)
-        for messages in lists:
-            yield messages_to_batch(messages, part.shard, self.arrow_schema)
+        for queue in part.queues:
+            if part.from_broker:
+                lists = read_broker_range(queue.location, self.options.token, tags, queue.read)
+            else:
+                lists = read_store_range(queue.location, tags, queue.read)
+            for messages in lists:
+                yield messages_to_batch(messages, queue.shard, self.arrow_schema)

@@ -22,7 +22,7 @@ LATEST = -1
 _KNOWN = (
     "endpoint", "path", "topic", "startingoffsets", "startingtimestamp",
     "maxoffsetspertrigger", "minpartitions", "failondataloss", "tags", "keys", "token",
-    "batch_rows",
+    "batch_rows", "minrowsperpartition",
 )  # fmt: skip
 
 
@@ -46,6 +46,8 @@ class StreamOptions:
     keys: tuple[str, ...]
     token: str | None
     batch_rows: int
+    #: Small queue ranges share a partition until it holds about this many messages.
+    min_rows_per_partition: int = 10_000
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -136,4 +138,7 @@ def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
         keys=_words(lowered.get("keys", "")),
         token=lowered.get("token") or None,
         batch_rows=_int("batch_rows", lowered.get("batch_rows", "1024"), 1),
+        min_rows_per_partition=_int(
+            "minRowsPerPartition", lowered.get("minrowsperpartition", "10000"), 1
+        ),
     )  # fmt: skip
