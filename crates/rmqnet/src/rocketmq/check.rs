@@ -217,7 +217,8 @@ mod tests {
 
     #[test]
     fn what_python_refuses_or_treats_otherwise_is_left_to_it() {
-        let variants: Vec<Box<dyn Fn(&mut SystemProperties)>> = vec![
+        type Change = Box<dyn Fn(&mut SystemProperties)>;
+        let variants: Vec<Change> = vec![
             Box::new(|s| s.message_id.clear()),
             Box::new(|s| s.body_encoding = Encoding::Gzip as i32),
             Box::new(|s| s.message_type = MessageType::Fifo as i32),
