@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use prost::Message as _;
-use rmqcore::record::crc_property::{CRC_PROPERTY_LENGTH, CRC_PROPERTY_NAME};
+use rmqcore::record::crc_property::CRC_PROPERTY_LENGTH;
+use rmqcore::record::message_rules::check_message_fields;
 use rmqcore::record::properties::MAX_PROPERTIES_LENGTH;
 use rmqcore::{MessageDraft, PutResult, Store};
 use rmqproto::rocketmq_v2::{SendMessageRequest, SendMessageResponse, SendResultEntry};
@@ -115,11 +116,21 @@ impl MessageSender {
     }
 }
 
-/// Whether the engine takes `message` as it is (`MessageDraft::prepare`'s checks that the
-/// message rules above do not already make): the store's own body bound, and the encoded
-/// properties' length with the record CRC's placeholder.
+/// Whether the engine takes `message` as it is (what `MessageDraft::prepare` refuses):
+/// the message rules of the record format (`message_rules`, the engine's one copy), the
+/// store's own body bound, and the encoded properties' length with the record CRC's
+/// placeholder. The Python path gives a refused message its own error; here the whole
+/// request is declined so that it can.
 fn fits(message: &Checked, store: &Store) -> bool {
     let options = store.options();
+    let fields = check_message_fields(
+        message.tag.as_deref(),
+        message.keys.iter().map(String::as_str),
+        message
+            .properties
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str())),
+    );
     let entry = |name: &str, value: &str| name.len() + value.len() + 2;
     let mut length = message.tag.as_ref().map_or(0, |tag| entry("TAGS", tag));
     if !message.keys.is_empty() {
@@ -133,11 +144,9 @@ fn fits(message: &Checked, store: &Store) -> bool {
     if options.append_record_crc {
         length += CRC_PROPERTY_LENGTH;
     }
-    let reserved = message
-        .properties
-        .iter()
-        .any(|(name, _)| name == CRC_PROPERTY_NAME);
-    message.body.len() <= options.max_message_size && length <= MAX_PROPERTIES_LENGTH && !reserved
+    fields.is_ok()
+        && message.body.len() <= options.max_message_size
+        && length <= MAX_PROPERTIES_LENGTH
 }
 
 /// Store each batch with one `put_batch` (on a blocking thread); the response in request
