@@ -310,3 +310,19 @@ def test_the_native_reserved_properties_are_the_python_ones() -> None:
     native = native_rocketmq_system_properties()
     assert len(native) == len(set(native))
     assert set(native) == message_codec.SYSTEM_PROPERTIES
+
+
+def test_without_the_protocol_the_native_plane_stores_no_v2_send(brokers: Brokers) -> None:
+    """``--rocketmq-port 0`` turns RocketMQ 5 off: a SendMessage to a shard process is
+    unknown there, on the native plane as on the Python one, and stores nothing."""
+    broker = brokers.start(shards=1, args=["--rocketmq-port", "0"])
+    client = brokers.client(broker)
+    topic = "off"
+    endpoint = client.create_topic(topic, 2).queues[0].endpoint
+    with grpc.insecure_channel(endpoint) as channel:
+        stub = service.MessagingServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.SendMessage(rpc.SendMessageRequest(messages=[message(topic, "M")]), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert [client.queue_offsets(topic, q)[1] for q in range(2)] == [0, 0]
+    assert native_counts(broker) == {"answered": 0, "declined": 0}  # not its call at all

@@ -759,7 +759,10 @@ class ShardServer:
         limits: Mapping[str, int],
         *,
         token: str | None = None,
-    ) -> ShardServer: ...
+        rocketmq: bool = False,
+    ) -> ShardServer:
+        """``rocketmq``: the process serves RocketMQ 5 clients, so the data plane answers
+        their ``SendMessage`` too."""
     @property
     def port(self) -> int: ...
     def host_topic(self, topic: str, shards: Sequence[int]) -> None:

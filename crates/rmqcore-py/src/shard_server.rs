@@ -43,7 +43,7 @@ fn limit(limits: &HashMap<String, u64>, name: &str) -> PyResult<usize> {
 #[pymethods]
 impl PyShardServer {
     #[new]
-    #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None))]
+    #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None, rocketmq = false))]
     fn new(
         py: Python<'_>,
         host: &str,
@@ -52,6 +52,7 @@ impl PyShardServer {
         stores: Vec<(i32, PyRef<'_, PyStore>)>,
         limits: HashMap<String, u64>,
         token: Option<String>,
+        rocketmq: bool,
     ) -> PyResult<Self> {
         let stores = stores
             .iter()
@@ -75,6 +76,7 @@ impl PyShardServer {
             internal: address("127.0.0.1", internal_port)?,
             token,
             max_request_bytes: limit(&limits, "max_request_bytes")?,
+            rocketmq,
         };
         let server = py
             .detach(|| ShardServer::start(settings, shard))

@@ -36,6 +36,9 @@ pub struct Settings {
     pub token: Option<String>,
     /// Larger request bodies go to the Python server, which refuses them.
     pub max_request_bytes: usize,
+    /// Whether the process serves RocketMQ 5 clients (`apache.rocketmq.v2`): without, their
+    /// calls go to the Python server, which does not know the service either.
+    pub rocketmq: bool,
 }
 
 pub struct ShardServer {
@@ -53,6 +56,7 @@ struct Context {
     forward: Forward,
     authorization: Option<String>,
     max_request_bytes: usize,
+    rocketmq_enabled: bool,
 }
 
 impl ShardServer {
@@ -73,6 +77,7 @@ impl ShardServer {
             forward: runtime.block_on(async { Forward::new(settings.internal) }),
             authorization: settings.token.map(|token| format!("Bearer {token}")),
             max_request_bytes: settings.max_request_bytes,
+            rocketmq_enabled: settings.rocketmq,
         });
         let (stop, stopped) = watch::channel(false);
         runtime.spawn(accept(listener, context, stopped));
@@ -128,8 +133,12 @@ async fn accept(listener: TcpListener, context: Arc<Context>, mut stopped: watch
 
 async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
     let path = request.uri().path();
-    let native =
-        matches!(path, SEND | SEND_BATCHES | PULL | ROCKETMQ_SEND) && authorized(context, &request);
+    let served = match path {
+        SEND | SEND_BATCHES | PULL => true,
+        ROCKETMQ_SEND => context.rocketmq_enabled,
+        _ => false,
+    };
+    let native = served && authorized(context, &request);
     if !native {
         let request = request.map(|body| body.boxed_unsync());
         return context.forward.send(request, peer).await;

@@ -120,6 +120,8 @@ def _native_data_plane(
         list(stores.items()),
         bounds,
         token=security.token,
+        # Only where the Python server serves apache.rocketmq.v2 too (_serve_rocketmq).
+        rocketmq=args.rocketmq_policy is not None and args.supervisor is not None,
     )
 
 
