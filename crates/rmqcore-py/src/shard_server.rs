@@ -44,6 +44,10 @@ fn limit(limits: &HashMap<String, u64>, name: &str) -> PyResult<usize> {
 impl PyShardServer {
     #[new]
     #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None, rocketmq = false))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the Python constructor's keywords"
+    )]
     fn new(
         py: Python<'_>,
         host: &str,
