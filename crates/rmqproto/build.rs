@@ -2,14 +2,21 @@
 //! protox, in Rust, so no `protoc` is needed), and a module of field-number constants for
 //! the hand-written zero-copy encoders and parsers of the hot path, so that no field
 //! number is ever copied by hand.
+//!
+//! It also generates the RocketMQ 5 protocol's types (`apache.rocketmq.v2`) from
+//! `proto/apache/rocketmq/v2/descriptors.binpb`: the descriptors the pinned official Python
+//! client ships, written by `scripts/gen-proto` (a test checks they are still the
+//! installed client's), so no definition is re-typed.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use prost::Message as _;
 use prost_types::{DescriptorProto, FileDescriptorSet};
 
 const PROTO_ROOT: &str = "../../proto";
 const PROTOS: &[&str] = &["rmq/v1/broker.proto"];
+const ROCKETMQ_DESCRIPTORS: &str = "../../proto/apache/rocketmq/v2/descriptors.binpb";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     for proto in PROTOS {
@@ -20,6 +27,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(out.join("field_numbers.rs"), field_numbers(&descriptors))?;
     prost_build::Config::new()
         // bytes fields as `Bytes`: decoding a `Bytes` buffer slices it instead of copying.
+        .bytes(["."])
+        .compile_fds(descriptors)?;
+    rocketmq()?;
+    Ok(())
+}
+
+/// `apache.rocketmq.v2` from the committed descriptor set; the well-known types it imports
+/// (`google.protobuf.Timestamp`, `Duration`) are prost-types' own.
+fn rocketmq() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed={ROCKETMQ_DESCRIPTORS}");
+    let descriptors = FileDescriptorSet::decode(&std::fs::read(ROCKETMQ_DESCRIPTORS)?[..])?;
+    prost_build::Config::new()
         .bytes(["."])
         .compile_fds(descriptors)?;
     Ok(())

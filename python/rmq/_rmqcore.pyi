@@ -38,6 +38,8 @@ __all__ = [
     "decode_pull_response",
     "encode_send_batches",
     "java_string_hash",
+    "native_rocketmq_status_codes",
+    "native_rocketmq_system_properties",
     "native_status_codes",
     "send_batches_response",
     "split_send_batches",
@@ -744,8 +746,9 @@ class DecodedBatch:
 @final
 class ShardServer:
     """A shard process's native data plane: the engine's own gRPC server on the shard's
-    port. It answers ``Send``, ``SendBatches`` and ``Pull`` and forwards every other call
-    to the process's Python server on ``internal_port`` (loopback)."""
+    port. It answers ``Send``, ``SendBatches``, ``Pull`` and RocketMQ 5's ``SendMessage``
+    and forwards every other call to the process's Python server on ``internal_port``
+    (loopback)."""
 
     def __new__(
         cls,
@@ -756,7 +759,10 @@ class ShardServer:
         limits: Mapping[str, int],
         *,
         token: str | None = None,
-    ) -> ShardServer: ...
+        rocketmq: bool = False,
+    ) -> ShardServer:
+        """``rocketmq``: the process serves RocketMQ 5 clients, so the data plane answers
+        their ``SendMessage`` too."""
     @property
     def port(self) -> int: ...
     def host_topic(self, topic: str, shards: Sequence[int]) -> None:
@@ -767,7 +773,17 @@ class ShardServer:
     def version(self, topic: str, queue_id: int) -> int: ...
     def wait(self, topic: str, queue_id: int, version: int, timeout: float) -> bool:
         """Block until the queue's version changes or ``timeout`` seconds pass."""
+    def request_counts(self) -> list[tuple[str, int, int]]:
+        """``(method, answered, declined)`` for each gRPC method the data plane may
+        answer: requests it answered itself, and requests it passed to Python."""
     def close(self) -> None: ...
+
+def native_rocketmq_status_codes() -> dict[str, int]:
+    """The native data plane's ``apache.rocketmq.v2`` code for each ``rmq.errors``
+    engine class."""
+
+def native_rocketmq_system_properties() -> list[str]:
+    """The property names the native data plane refuses as v2 user properties."""
 
 def native_status_codes() -> dict[str, int]:
     """The native data plane's status code for each ``rmq.errors`` engine class."""

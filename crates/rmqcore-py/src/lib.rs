@@ -45,6 +45,14 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<tier_reader::PyTierReader>()?;
     module.add_class::<shard_server::PyShardServer>()?;
     module.add_function(wrap_pyfunction!(shard_server::native_status_codes, module)?)?;
+    module.add_function(wrap_pyfunction!(
+        shard_server::native_rocketmq_status_codes,
+        module
+    )?)?;
+    module.add_function(wrap_pyfunction!(
+        shard_server::native_rocketmq_system_properties,
+        module
+    )?)?;
     module.add_class::<decoder::PySegmentDecoder>()?;
     module.add_class::<decoder::PyDecodedBatch>()?;
     module.add_class::<decoder::PyColumnBuffer>()?;

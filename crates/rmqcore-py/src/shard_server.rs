@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use rmqnet::counts::RequestCounts;
 use rmqnet::signals::QueueSignals;
 use rmqnet::{Limits, Settings, Shard, ShardServer};
 
@@ -19,6 +20,7 @@ pub struct PyShardServer {
     server: Mutex<Option<ShardServer>>,
     shard: Arc<Shard>,
     signals: Arc<QueueSignals>,
+    counts: Arc<RequestCounts>,
     #[pyo3(get)]
     port: u16,
 }
@@ -41,7 +43,11 @@ fn limit(limits: &HashMap<String, u64>, name: &str) -> PyResult<usize> {
 #[pymethods]
 impl PyShardServer {
     #[new]
-    #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None))]
+    #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None, rocketmq = false))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the Python constructor's keywords"
+    )]
     fn new(
         py: Python<'_>,
         host: &str,
@@ -50,6 +56,7 @@ impl PyShardServer {
         stores: Vec<(i32, PyRef<'_, PyStore>)>,
         limits: HashMap<String, u64>,
         token: Option<String>,
+        rocketmq: bool,
     ) -> PyResult<Self> {
         let stores = stores
             .iter()
@@ -73,6 +80,7 @@ impl PyShardServer {
             internal: address("127.0.0.1", internal_port)?,
             token,
             max_request_bytes: limit(&limits, "max_request_bytes")?,
+            rocketmq,
         };
         let server = py
             .detach(|| ShardServer::start(settings, shard))
@@ -83,6 +91,7 @@ impl PyShardServer {
             port: server.local_addr.port(),
             shard: Arc::clone(&server.shard),
             signals: Arc::clone(&server.shard.signals),
+            counts: Arc::clone(&server.counts),
             server: Mutex::new(Some(server)),
         })
     }
@@ -113,6 +122,12 @@ impl PyShardServer {
         py.detach(|| signals.wait_blocking(topic, queue_id, version, timeout))
     }
 
+    /// `(method, answered, declined)` for each method the data plane may answer: how many
+    /// requests it answered itself and how many it passed to the Python server.
+    fn request_counts(&self) -> Vec<(&'static str, u64, u64)> {
+        self.counts.snapshot()
+    }
+
     /// Stop listening and drop every connection.
     fn close(&self, py: Python<'_>) {
         let server = self
@@ -131,4 +146,21 @@ impl PyShardServer {
 #[pyfunction]
 pub fn native_status_codes() -> HashMap<&'static str, i32> {
     rmqnet::status::CODES_BY_CLASS.iter().copied().collect()
+}
+
+/// The data plane's table of `apache.rocketmq.v2` codes for engine errors, by `rmq.errors`
+/// class (tests compare it with `rmq.rocketmq.status`).
+#[pyfunction]
+pub fn native_rocketmq_status_codes() -> HashMap<&'static str, i32> {
+    rmqnet::rocketmq::status::CODES_BY_CLASS
+        .iter()
+        .map(|(class, code)| (*class, *code as i32))
+        .collect()
+}
+
+/// The properties the data plane refuses as v2 user properties (tests compare them with
+/// `rmq.rocketmq.message_codec.SYSTEM_PROPERTIES`).
+#[pyfunction]
+pub fn native_rocketmq_system_properties() -> Vec<&'static str> {
+    rmqnet::rocketmq::check::SYSTEM_PROPERTIES.to_vec()
 }

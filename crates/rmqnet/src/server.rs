@@ -1,6 +1,6 @@
 //! The shard process's public gRPC endpoint: an HTTP/2 server on its own small tokio
-//! runtime that answers `Send`, `SendBatches` and `Pull` from the engine (`shard.rs`) and
-//! passes every other call to the Python server behind it (`proxy.rs`). Python keeps
+//! runtime that answers `Send`, `SendBatches` and `Pull` from the engine (`shard.rs`), and
+//! RocketMQ 5's `SendMessage` (`rocketmq/send.rs`), and passes every other call to the Python server behind it (`proxy.rs`). Python keeps
 //! supervising the process, the routes and the admin calls; the hot path never enters it.
 
 use std::convert::Infallible;
@@ -16,13 +16,16 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 
+use crate::counts::RequestCounts;
 use crate::grpc::{self, Body};
 use crate::proxy::Forward;
+use crate::rocketmq::send::MessageSender;
 use crate::shard::{Outcome, Shard};
 
 const SEND: &str = "/rmq.v1.Shard/Send";
 const SEND_BATCHES: &str = "/rmq.v1.Shard/SendBatches";
 const PULL: &str = "/rmq.v1.Shard/Pull";
+const ROCKETMQ_SEND: &str = "/apache.rocketmq.v2.MessagingService/SendMessage";
 
 /// What the server needs besides the shard.
 pub struct Settings {
@@ -33,6 +36,9 @@ pub struct Settings {
     pub token: Option<String>,
     /// Larger request bodies go to the Python server, which refuses them.
     pub max_request_bytes: usize,
+    /// Whether the process serves RocketMQ 5 clients (`apache.rocketmq.v2`): without, their
+    /// calls go to the Python server, which does not know the service either.
+    pub rocketmq: bool,
 }
 
 pub struct ShardServer {
@@ -40,13 +46,17 @@ pub struct ShardServer {
     stop: watch::Sender<bool>,
     pub local_addr: SocketAddr,
     pub shard: Arc<Shard>,
+    pub counts: Arc<RequestCounts>,
 }
 
 struct Context {
     shard: Arc<Shard>,
+    rocketmq: MessageSender,
+    counts: Arc<RequestCounts>,
     forward: Forward,
     authorization: Option<String>,
     max_request_bytes: usize,
+    rocketmq_enabled: bool,
 }
 
 impl ShardServer {
@@ -59,11 +69,15 @@ impl ShardServer {
         let listener = runtime.block_on(TcpListener::bind(settings.bind))?;
         let local_addr = listener.local_addr()?;
         let shard = Arc::new(shard);
+        let counts = Arc::new(RequestCounts::default());
         let context = Arc::new(Context {
             shard: Arc::clone(&shard),
+            rocketmq: MessageSender::new(Arc::clone(&shard)),
+            counts: Arc::clone(&counts),
             forward: runtime.block_on(async { Forward::new(settings.internal) }),
             authorization: settings.token.map(|token| format!("Bearer {token}")),
             max_request_bytes: settings.max_request_bytes,
+            rocketmq_enabled: settings.rocketmq,
         });
         let (stop, stopped) = watch::channel(false);
         runtime.spawn(accept(listener, context, stopped));
@@ -72,6 +86,7 @@ impl ShardServer {
             stop,
             local_addr,
             shard,
+            counts,
         })
     }
 
@@ -118,7 +133,12 @@ async fn accept(listener: TcpListener, context: Arc<Context>, mut stopped: watch
 
 async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
     let path = request.uri().path();
-    let native = matches!(path, SEND | SEND_BATCHES | PULL) && authorized(context, &request);
+    let served = match path {
+        SEND | SEND_BATCHES | PULL => true,
+        ROCKETMQ_SEND => context.rocketmq_enabled,
+        _ => false,
+    };
+    let native = served && authorized(context, &request);
     if !native {
         let request = request.map(|body| body.boxed_unsync());
         return context.forward.send(request, peer).await;
@@ -147,6 +167,7 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
             match parts.uri.path() {
                 SEND => context.shard.send(message, peer).await,
                 SEND_BATCHES => context.shard.send_batches(message, peer).await,
+                ROCKETMQ_SEND => context.rocketmq.send(message, peer).await,
                 _ => {
                     context
                         .shard
@@ -156,6 +177,8 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
             }
         }
     };
+    let answered = matches!(outcome, Outcome::Answer(_));
+    context.counts.count(parts.uri.path(), answered);
     match outcome {
         Outcome::Answer(response) => response,
         Outcome::Decline => {

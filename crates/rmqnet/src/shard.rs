@@ -76,6 +76,27 @@ impl Shard {
         self.stores.get(&shard).cloned()
     }
 
+    /// The queues of `topic` whose store this process holds, ascending, with their stores
+    /// (`ShardHandler.local_queues`); `None` for a topic it does not know.
+    pub(crate) fn local_queues(&self, topic: &str) -> Option<Vec<(i32, Arc<Store>)>> {
+        let layouts = self.layouts.read().unwrap_or_else(|p| p.into_inner());
+        let layout = layouts.get(topic)?;
+        Some(
+            layout
+                .iter()
+                .enumerate()
+                .filter_map(|(queue_id, shard)| {
+                    let store = self.stores.get(shard)?;
+                    Some((i32::try_from(queue_id).ok()?, Arc::clone(store)))
+                })
+                .collect(),
+        )
+    }
+
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// A decoded request the fast path takes as it is, with its store.
     fn accept(&self, raw: &[u8]) -> Option<(DecodedRequest, Arc<Store>)> {
         let decoded = decode_request(raw)?;

@@ -116,10 +116,12 @@ def serve_shard_metrics(
     layouts: Callable[[], Mapping[str, Sequence[int]]],
     options: Mapping[str, Any],
     host: str = "127.0.0.1",
+    native: Any = None,
 ) -> tuple[ThreadingHTTPServer, int]:
-    """Serve a shard process's metrics on a free loopback port: (server, port)."""
+    """Serve a shard process's metrics on a free loopback port: (server, port);
+    ``native`` is its native data plane (``rmq._rmqcore.ShardServer``), if it has one."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ShardCollector(stores, layouts, options))
+    registry.register(ShardCollector(stores, layouts, options, native))
     handler = type("ShardMetricsHandler", (_ShardMetricsHandler,), {"registry": registry})
     server = ThreadingHTTPServer((host, 0), handler)
     server.daemon_threads = True

@@ -120,6 +120,8 @@ def _native_data_plane(
         list(stores.items()),
         bounds,
         token=security.token,
+        # Only where the Python server serves apache.rocketmq.v2 too (_serve_rocketmq).
+        rocketmq=args.rocketmq_policy is not None and args.supervisor is not None,
     )
 
 
@@ -263,7 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     metrics_server: Any = None
     if not args.no_metrics:
         try:
-            metrics_server, metrics_port = serve_shard_metrics(stores, handler.layouts, options)
+            metrics_server, metrics_port = serve_shard_metrics(
+                stores, handler.layouts, options, native=native
+            )
             print(f"{METRICS_PREFIX} {metrics_port}", flush=True)
         except OSError as error:  # the shard serves without metrics
             log.warning("cannot serve metrics: %s", error)

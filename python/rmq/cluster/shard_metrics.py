@@ -90,7 +90,9 @@ class ShardCollector(Collector):
         stores: Mapping[int, rmq.Store],
         layouts: Callable[[], Mapping[str, Sequence[int]]],
         options: Mapping[str, Any] | None = None,
+        native: Any = None,
     ) -> None:
+        self._native = native  # the process's rmq._rmqcore.ShardServer, if it has one
         self._stores = dict(stores)
         self._layouts = layouts
         self._options = dict(options or {})
@@ -103,6 +105,23 @@ class ShardCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             yield from self._collect()
+        if self._native is not None:
+            yield self._native_requests()
+
+    def _native_requests(self) -> Metric:
+        """What the native data plane answered itself, and what it passed to the Python
+        server (requests it declined: invalid, refused, or unusual)."""
+        family = CounterMetricFamily(
+            "rmq_native_requests",
+            "Requests the shard process's native data plane answered itself (answered) "
+            "or passed to its Python server (declined)",
+            labels=["shards", "method", "outcome"],
+        )
+        shards = ",".join(str(shard) for shard in sorted(self._stores))
+        for method, answered, declined in self._native.request_counts():
+            family.add_metric([shards, method, "answered"], answered)
+            family.add_metric([shards, method, "declined"], declined)
+        return family
 
     def _collect(self) -> Iterator[Metric]:
         shard_label = ["shard"]

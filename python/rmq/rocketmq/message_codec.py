@@ -88,7 +88,9 @@ def incoming(message: v2.Message, limits: Limits) -> Incoming:
     if group is not None and (not group.strip() or _has_control(group)):
         raise ProtocolError("ILLEGAL_MESSAGE_GROUP", f"message group {group!r} is blank")
     properties: dict[str, str] = {}
-    for name, value in message.user_properties.items():
+    # By name: a protobuf map has no order of its own (the native data plane,
+    # rmqnet/src/rocketmq, stores them in the same order).
+    for name, value in sorted(message.user_properties.items()):
         if not name or name in SYSTEM_PROPERTIES or _has_control(name) or _has_control(value):
             raise ProtocolError(
                 "ILLEGAL_MESSAGE_PROPERTY_KEY",
