@@ -783,7 +783,7 @@ def native_rocketmq_status_codes() -> dict[str, int]:
     engine class."""
 
 def native_rocketmq_system_properties() -> list[str]:
-    """The property names the native data plane refuses as v2 user properties."""
+    """The property names both v2 paths refuse as user properties."""
 
 def native_status_codes() -> dict[str, int]:
     """The native data plane's status code for each ``rmq.errors`` engine class."""

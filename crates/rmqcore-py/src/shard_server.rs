@@ -158,8 +158,8 @@ pub fn native_rocketmq_status_codes() -> HashMap<&'static str, i32> {
         .collect()
 }
 
-/// The properties the data plane refuses as v2 user properties (tests compare them with
-/// `rmq.rocketmq.message_codec.SYSTEM_PROPERTIES`).
+/// The properties both v2 paths refuse as user properties (the Python path's
+/// `rmq.rocketmq.message_codec.SYSTEM_PROPERTIES` is this list).
 #[pyfunction]
 pub fn native_rocketmq_system_properties() -> Vec<&'static str> {
     rmqnet::rocketmq::check::SYSTEM_PROPERTIES.to_vec()

@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from rmq._rmqcore import validate_group, validate_message_fields, validate_topic
 from rmq.errors import InvalidArgumentError
 
-# Set through their own fields, never as plain properties.
-RESERVED_PROPERTIES = frozenset({"TAGS", "KEYS"})
-
 
 @dataclass(frozen=True, slots=True)
 class Limits:

@@ -18,37 +18,17 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 import rmq
-from rmq.broker.validation import RESERVED_PROPERTIES, Limits
+from rmq._rmqcore import native_rocketmq_system_properties
+from rmq.broker.validation import Limits
 from rmq.errors import ProtocolError
 from rmq.rocketmq.wire import v2
 
 UNIQ_KEY = "UNIQ_KEY"
 MESSAGE_GROUP = "__SHARDINGKEY"
 # Properties RocketMQ's broker keeps for itself; a client may not set them as user
-# properties, and a reader sees them as system properties (or not at all).
-SYSTEM_PROPERTIES = RESERVED_PROPERTIES | {
-    UNIQ_KEY,
-    MESSAGE_GROUP,
-    "DELAY",
-    "RETRY_TOPIC",
-    "REAL_TOPIC",
-    "REAL_QID",
-    "TRAN_MSG",
-    "PGROUP",
-    "MIN_OFFSET",
-    "MAX_OFFSET",
-    "WAIT",
-    "__STARTDELIVERTIME",
-    "TIMER_DELIVER_MS",
-    "TIMER_DELAY_SEC",
-    "CLUSTER",
-    "MSG_REGION",
-    "TRACE_ON",
-    "RECONSUME_TIME",
-    "MAX_RECONSUME_TIMES",
-    "ORIGIN_MESSAGE_ID",
-    "__BORNHOST",
-}
+# properties, and a reader sees them as system properties (or not at all). The one list
+# is the native data plane's (rmqnet::rocketmq::check), so both paths refuse the same.
+SYSTEM_PROPERTIES = frozenset(native_rocketmq_system_properties())
 SUPPORTED_TYPES = (v2.NORMAL, v2.FIFO)
 
 

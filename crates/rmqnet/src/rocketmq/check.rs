@@ -12,8 +12,9 @@ use rmqproto::rocketmq_v2::{Encoding, Message, MessageType};
 pub const UNIQ_KEY: &str = "UNIQ_KEY";
 pub const MESSAGE_GROUP: &str = "__SHARDINGKEY";
 
-/// Properties RocketMQ's broker keeps for itself (`message_codec.SYSTEM_PROPERTIES`; a
-/// test compares the two): a client may not set them as user properties.
+/// Properties RocketMQ's broker keeps for itself: a client may not set them as user
+/// properties. The one list: the Python path (`message_codec.SYSTEM_PROPERTIES`) takes it
+/// from here through the binding.
 pub const SYSTEM_PROPERTIES: &[&str] = &[
     "TAGS",
     "KEYS",
