@@ -14,13 +14,13 @@ from typing import Any
 
 import grpc
 import pytest
-from rmq import errors
 from rmq._rmqcore import native_status_codes
 from rmq.broker.status import STATUS_BY_ERROR
 from rmq.cluster.local import LocalBroker
 from rmq.proto.v1 import broker_pb2 as pb
 
 from tests.support.brokers import Brokers
+from tests.support.engine_errors import ENGINE_ERRORS
 
 PLANES = ("native", "python")
 
@@ -87,20 +87,8 @@ def comparable(response: pb.PullResponse) -> list[tuple[Any, ...]]:
 
 def test_the_native_status_table_is_the_python_brokers() -> None:
     native = native_status_codes()
-    engine_classes = [
-        errors.InvalidArgumentError,
-        errors.NotFoundError,
-        errors.OffsetOutOfRangeError,
-        errors.CorruptRecordError,
-        errors.DiskFullError,
-        errors.StoreClosedError,
-        errors.FlushFailedError,
-        errors.TierError,
-        errors.StoreLockedError,
-        errors.ReadOnlyError,
-    ]
-    assert sorted(native) == sorted(cls.__name__ for cls in engine_classes)
-    for cls in engine_classes:
+    assert sorted(native) == sorted(cls.__name__ for cls in ENGINE_ERRORS)
+    for cls in ENGINE_ERRORS:
         assert native[cls.__name__] == STATUS_BY_ERROR[cls].value[0], cls.__name__
 
 

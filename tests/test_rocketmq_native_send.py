@@ -21,7 +21,6 @@ import pytest
 import rmq
 from google.protobuf.timestamp_pb2 import Timestamp
 from prometheus_client.parser import text_string_to_metric_families
-from rmq import errors
 from rmq._rmqcore import native_rocketmq_status_codes, native_rocketmq_system_properties
 from rmq.cluster.local import LocalBroker
 from rmq.rocketmq import message_codec
@@ -29,22 +28,11 @@ from rmq.rocketmq.status import status_for
 from rmq.rocketmq.wire import rpc, service, v2
 
 from tests.support.brokers import Brokers
+from tests.support.engine_errors import ENGINE_ERRORS
 
 PLANES = ("native", "python")
 SEND_MESSAGE = "/apache.rocketmq.v2.MessagingService/SendMessage"
 QUEUES = 4
-ENGINE_ERRORS = [
-    errors.InvalidArgumentError,
-    errors.NotFoundError,
-    errors.OffsetOutOfRangeError,
-    errors.CorruptRecordError,
-    errors.DiskFullError,
-    errors.StoreClosedError,
-    errors.FlushFailedError,
-    errors.TierError,
-    errors.StoreLockedError,
-    errors.ReadOnlyError,
-]
 
 
 def message(topic: str, message_id: str, body: bytes = b"body", **system: Any) -> Any:
