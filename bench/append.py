@@ -16,6 +16,8 @@ RMQ_FORMS = ("rmq", "rmq RocksDB CQ")
 QUEUES = 8
 
 SYSTEM_NOTES = {
+    "rmq": "single: Store.put; batches: Store.put_batch of bytes bodies with tags= and keys= "
+    "columns (no rmq.Message per message)",
     "rmq RocksDB CQ": 'rmq.Store(consume_queue_type="rocksdb"): queue entries in RocksDB',
     "mmap limit": "the bytes rmq's commit log grows by, pre-built, copied into a mapped file",
     "rocksdb": "rocksdict raw mode, message + key entries, WriteBatch per batch, WAL unsynced",

@@ -68,7 +68,6 @@ class RmqSystem:
         self.read_batch = 32
 
     def write(self, wl: Workload, batch: int) -> None:
-        import rmq
 
         store = self.store
         bodies = wl.ordered
@@ -85,15 +84,18 @@ class RmqSystem:
             for i in range(wl.count):
                 put(TOPIC, bodies[i], queue_id=0, tags=wl.tag(i), keys=wl.keys[i])
             return
-        message = rmq.Message
+        # A bulk writer's form: bodies with their tags and keys as columns, no
+        # rmq.Message per message.
         put_batch = store.put_batch
-        queues = wl.queues
+        queues, tag, keys = wl.queues, wl.tag, wl.keys
         for start in range(0, wl.count, batch):
             end = min(wl.count, start + batch)
             put_batch(
                 TOPIC,
                 (start // batch) % queues,
-                [message(bodies[i], tags=wl.tag(i), keys=[wl.keys[i]]) for i in range(start, end)],
+                bodies[start:end],
+                tags=[tag(i) for i in range(start, end)],
+                keys=keys[start:end],
             )
 
     def read_all(self, wl: Workload) -> int:

@@ -96,6 +96,14 @@ def test_a_bad_message_in_a_batch_writes_none_of_it(tmp_path: Path) -> None:
             store.put_batch("Topic", 0, [])
         with pytest.raises(InvalidArgumentError):
             store.put_batch("Topic", 0, [b"ok", "not bytes"])  # type: ignore[list-item]
+        with pytest.raises(InvalidArgumentError, match="2 entries for 3 messages"):
+            store.put_batch("Topic", 0, [b"a", b"b", b"c"], tags=["x", "y"])
+        with pytest.raises(InvalidArgumentError, match="keys"):
+            store.put_batch("Topic", 0, [b"a"], keys="not a column")
+        with pytest.raises(InvalidArgumentError, match="tags"):
+            store.put_batch("Topic", 0, [b"a", b"b"], tags=["ok", "bad\x01"])
+        with pytest.raises(InvalidArgumentError, match="rmq.Message carries its own"):
+            store.put_batch("Topic", 0, [rmq.Message(b"m")], tags="T")
         assert store.topics() == []
 
 

@@ -98,6 +98,40 @@ def test_put_batch_accepts_bodies_and_messages(tmp_path: Path) -> None:
         )
 
 
+def test_put_batch_takes_tags_and_keys_as_columns(tmp_path: Path) -> None:
+    bodies = [b"m0", b"m1", b"m2"]
+    with rmq.Store(tmp_path) as store:
+        store.put_batch("Cols", 0, bodies, tags=["TagA", None, "TagB"], keys=["k0", None, "x y"])
+        store.put_batch("Cols", 1, bodies, tags="Same", keys=[["a"], ("b", "c"), []])
+        by_columns = store.get("Cols", 0, 0) + store.get("Cols", 1, 0)
+        by_key = store.query_by_key("Cols", "y")
+    fields = [(m.queue_id, m.body, m.tags, m.keys) for m in by_columns]
+    assert fields == [
+        (0, b"m0", "TagA", ["k0"]),
+        (0, b"m1", None, []),
+        (0, b"m2", "TagB", ["x", "y"]),
+        (1, b"m0", "Same", ["a"]),
+        (1, b"m1", "Same", ["b", "c"]),
+        (1, b"m2", "Same", []),
+    ]
+    assert [m.body for m in by_key] == [b"m2"]
+    # The same messages built one by one are stored byte for byte alike.
+    with rmq.Store(tmp_path / "one-by-one") as store:
+        store.put_batch(
+            "Cols",
+            0,
+            [
+                rmq.Message(b"m0", tags="TagA", keys="k0"),
+                b"m1",
+                rmq.Message(b"m2", tags="TagB", keys=["x", "y"]),
+            ],
+        )
+        one_by_one = store.get("Cols", 0, 0)
+    assert [(m.tags, m.keys, m.store_size) for m in one_by_one] == [
+        (m.tags, m.keys, m.store_size) for m in by_columns[:3]
+    ]
+
+
 def test_tag_filtering_skips_other_tags(tmp_path: Path) -> None:
     with rmq.Store(tmp_path) as store:
         for index in range(30):

@@ -515,9 +515,17 @@ class Store:
         queue_id: int,
         messages: Sequence[bytes | Message],
         *,
+        tags: str | Sequence[str | None] | None = None,
+        keys: Sequence[str | Sequence[str] | None] | None = None,
         born_host: str | None = None,
     ) -> list[PutResult]:
-        """Append messages to one queue under one lock; all or none are written."""
+        """Append messages to one queue under one lock; all or none are written.
+
+        With bytes bodies, ``tags`` (one tag for all, or one per message) and ``keys`` (per
+        message, as ``put`` takes them) give their fields as columns, so a bulk writer
+        builds no ``Message`` per message; an ``rmq.Message`` carries its own fields and
+        cannot be mixed with them.
+        """
     def get(
         self,
         topic: str,

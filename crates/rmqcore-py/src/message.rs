@@ -67,6 +67,13 @@ impl Record {
 /// What `put_batch` takes from a message.
 pub struct DraftParts {
     pub body: Py<PyBytes>,
+    pub metadata: Metadata,
+}
+
+/// A message's fields besides its body, as `put_batch` stores them (`born_timestamp` 0:
+/// the store's clock).
+#[derive(Default)]
+pub struct Metadata {
     pub tags: Option<String>,
     pub keys: Vec<String>,
     pub properties: Vec<(String, String)>,
@@ -341,11 +348,13 @@ impl PyMessage {
         };
         DraftParts {
             body: self.body(py),
-            tags: properties.tags,
-            keys: properties.keys,
-            properties: properties.properties,
-            flag: self.flag(),
-            born_timestamp: self.born_timestamp(),
+            metadata: Metadata {
+                tags: properties.tags,
+                keys: properties.keys,
+                properties: properties.properties,
+                flag: self.flag(),
+                born_timestamp: self.born_timestamp(),
+            },
         }
     }
 

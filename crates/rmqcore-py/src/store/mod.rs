@@ -8,6 +8,7 @@
 //! `store_metrics.rs` beside this folder.
 
 mod admin;
+mod columns;
 mod read;
 mod test_hooks;
 mod write;

@@ -1,5 +1,5 @@
 //! Writing to `rmq.Store`: one message (`put`), a batch for one queue (`put_batch`, of
-//! bytes or `rmq.Message`s) and the broker's fast path (`put_send_batch`), which stores a
+//! `rmq.Message`s, or of bytes with their tags and keys as columns) and the broker's fast path (`put_send_batch`), which stores a
 //! parsed Send request and answers with the encoded response. Each builds the engine's
 //! `MessageDraft`s while it holds the GIL (they borrow the Python bytes) and appends them
 //! without it.
@@ -10,9 +10,10 @@ use rmqcore::record::host::parse_host;
 use rmqcore::MessageDraft;
 
 use crate::errors::{invalid, to_py_err, without_gil};
-use crate::message::{checked_i32, extract_keys, extract_properties, DraftParts, PyMessage};
+use crate::message::{checked_i32, extract_keys, extract_properties, Metadata, PyMessage};
 use crate::put_result::PyPutResult;
 use crate::send_batch::PySendBatch;
+use crate::store::columns::Columns;
 use rmqnet::codec::send::encode_send_response;
 
 use super::PyStore;
@@ -54,13 +55,15 @@ impl PyStore {
         without_gil(py, || store.put(topic, queue_id, &draft)).map(PyPutResult::from)
     }
 
-    #[pyo3(signature = (topic, queue_id, messages, *, born_host = None))]
+    #[pyo3(signature = (topic, queue_id, messages, *, tags = None, keys = None, born_host = None))]
     fn put_batch(
         &self,
         py: Python<'_>,
         topic: &str,
         queue_id: i64,
         messages: &Bound<'_, PyAny>,
+        tags: Option<&Bound<'_, PyAny>>,
+        keys: Option<&Bound<'_, PyAny>>,
         born_host: Option<&str>,
     ) -> PyResult<Vec<PyPutResult>> {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
@@ -72,16 +75,24 @@ impl PyStore {
             .try_iter()
             .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
             .collect::<PyResult<_>>()?;
+        let mut columns = Columns::extract(py, items.len(), tags, keys)?;
         let mut bodies: Vec<Bound<'_, PyBytes>> = Vec::with_capacity(items.len());
-        let mut metadata: Vec<Option<DraftParts>> = Vec::with_capacity(items.len());
-        for item in &items {
+        let mut metadata: Vec<Option<Metadata>> = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
             if let Ok(bytes) = item.cast::<PyBytes>() {
                 bodies.push(bytes.clone());
-                metadata.push(None);
+                metadata.push(columns.take(index));
             } else if let Ok(message) = item.cast::<PyMessage>() {
+                if columns.given() {
+                    return Err(invalid(
+                        py,
+                        "messages",
+                        "tags= and keys= go with bytes bodies; an rmq.Message carries its own",
+                    ));
+                }
                 let parts = message.get().draft_parts(py);
                 bodies.push(parts.body.bind(py).clone());
-                metadata.push(Some(parts));
+                metadata.push(Some(parts.metadata));
             } else {
                 return Err(invalid(
                     py,
@@ -90,9 +101,11 @@ impl PyStore {
                 ));
             }
         }
+        // The metadata moves into the drafts: a message's strings are copied once, when
+        // they leave Python.
         let drafts: Vec<MessageDraft<'_>> = bodies
             .iter()
-            .zip(&metadata)
+            .zip(metadata)
             .map(|(body, message)| match message {
                 None => MessageDraft {
                     body: body.as_bytes(),
@@ -101,9 +114,9 @@ impl PyStore {
                 },
                 Some(message) => MessageDraft {
                     body: body.as_bytes(),
-                    tags: message.tags.clone(),
-                    keys: message.keys.clone(),
-                    properties: message.properties.clone(),
+                    tags: message.tags,
+                    keys: message.keys,
+                    properties: message.properties,
                     flag: message.flag,
                     born_timestamp: (message.born_timestamp != 0).then_some(message.born_timestamp),
                     born_host,
