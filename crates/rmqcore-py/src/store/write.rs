@@ -56,6 +56,10 @@ impl PyStore {
     }
 
     #[pyo3(signature = (topic, queue_id, messages, *, tags = None, keys = None, born_host = None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
     fn put_batch(
         &self,
         py: Python<'_>,
