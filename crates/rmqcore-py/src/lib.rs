@@ -11,6 +11,7 @@ mod native_channel;
 mod native_sender;
 mod producer_core;
 mod put_result;
+mod read_records;
 mod received_message;
 mod recovery_report;
 mod retention_report;

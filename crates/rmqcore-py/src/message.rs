@@ -1,15 +1,14 @@
 //! `rmq.Message`, and the conversions of its arguments shared with `Store.put`.
 
-use std::sync::OnceLock;
-
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rmqcore::record::message::MessageProperties;
 use rmqcore::record::msg_id::create_msg_id;
-use rmqcore::record::{decode_record, Decoded, RecordView};
+use rmqcore::record::RecordView;
 use rmqcore::StoredMessage;
 
 use crate::errors::invalid;
+use crate::read_records::Record;
 
 /// `rmq.Message`. One read from a queue keeps a copy of its record and decodes a field
 /// only when it is asked for (measured: building every field of every message cost about
@@ -43,25 +42,6 @@ pub struct Fields {
     flag: i32,
     sys_flag: i32,
     reconsume_times: i32,
-}
-
-struct Record {
-    bytes: Box<[u8]>,
-    body: OnceLock<Py<PyBytes>>,
-}
-
-impl Record {
-    fn view(&self) -> RecordView<'_> {
-        match decode_record(&self.bytes, false) {
-            Ok(Decoded::Record(view)) => view,
-            // The bytes are a record the store read and decoded a moment ago.
-            _ => unreachable!("a record copied from the log decodes again"),
-        }
-    }
-
-    fn properties(&self) -> MessageProperties {
-        MessageProperties::decode(self.view().properties)
-    }
 }
 
 /// What `put_batch` takes from a message.
@@ -206,10 +186,7 @@ impl PyMessage {
     pub fn body(&self, py: Python<'_>) -> Py<PyBytes> {
         match &self.source {
             Source::Fields(f) => f.body.clone_ref(py),
-            Source::Record(r) => r
-                .body
-                .get_or_init(|| PyBytes::new(py, r.view().body).unbind())
-                .clone_ref(py),
+            Source::Record(r) => r.body(py),
         }
     }
 
@@ -320,12 +297,9 @@ impl PyMessage {
     }
 
     /// A message read from a queue: `record` is a copy of its whole record.
-    pub fn from_record(record: Box<[u8]>) -> Self {
+    pub fn from_record(record: Record) -> Self {
         PyMessage {
-            source: Source::Record(Record {
-                bytes: record,
-                body: OnceLock::new(),
-            }),
+            source: Source::Record(record),
         }
     }
 

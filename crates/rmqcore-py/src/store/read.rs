@@ -10,6 +10,7 @@ use rmqcore::tag_filter::TagFilter;
 
 use crate::errors::{invalid, without_gil};
 use crate::message::{checked_i32, PyMessage};
+use crate::read_records::ReadRecords;
 use rmqnet::codec::pull::PullEncoder;
 
 use super::{usize_option, PyStore};
@@ -81,10 +82,10 @@ impl PullArguments {
     }
 }
 
-/// Messages read from a queue: each keeps a copy of its record and decodes it lazily.
-fn records_to_list(py: Python<'_>, records: Vec<Box<[u8]>>) -> PyResult<Py<PyList>> {
+/// Messages read from a queue: each decodes its record (in the read's shared copy) lazily.
+fn records_to_list(py: Python<'_>, records: ReadRecords) -> PyResult<Py<PyList>> {
     let objects = records
-        .into_iter()
+        .into_records()
         .map(|record| Py::new(py, PyMessage::from_record(record)))
         .collect::<PyResult<Vec<_>>>()?;
     Ok(PyList::new(py, objects)?.unbind())
@@ -235,7 +236,7 @@ impl PyStore {
         max_count: i64,
         tags: Option<&Bound<'_, PyAny>>,
         max_bytes: Option<i64>,
-    ) -> PyResult<(Vec<Box<[u8]>>, rmqcore::Pulled)> {
+    ) -> PyResult<(ReadRecords, rmqcore::Pulled)> {
         let PullArguments {
             queue_id,
             max_count,
@@ -244,7 +245,7 @@ impl PyStore {
         } = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
         let store = &self.inner;
         without_gil(py, || {
-            let mut records = Vec::new();
+            let mut records = ReadRecords::default();
             let pulled = store.pull_each(
                 topic,
                 queue_id,
@@ -252,7 +253,7 @@ impl PyStore {
                 max_count,
                 filter.as_ref(),
                 max_bytes,
-                |view| records.push(Box::from(view.raw)),
+                |view| records.push(view),
             )?;
             Ok((records, pulled))
         })
