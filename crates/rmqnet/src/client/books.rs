@@ -233,6 +233,12 @@ impl<O: Clone> Core<O> {
         }
     }
 
+    /// The encoded messages of the queue's open (last waiting) batch, if it has one.
+    pub fn open_batch(&self, key: &QueueKey) -> Option<Vec<u8>> {
+        let state = self.lock();
+        Some(state.waiting.get(key)?.back()?.messages.clone())
+    }
+
     /// The shard stored the batch of queue `key`: free the queue and, with `take_next`,
     /// take its next batch if it is ready to be sent now.
     pub fn release(&self, key: &QueueKey, take_next: bool) -> Option<Batch<O>> {

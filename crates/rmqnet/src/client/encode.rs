@@ -110,7 +110,7 @@ mod tests {
         assert_eq!(decoded.batches.len(), 2);
         let one = &decoded.batches[0];
         assert_eq!((one.topic.as_str(), one.queue_id), ("t", 3));
-        assert_eq!(one.messages[0].body, b"hello");
+        assert_eq!(one.messages[0].body.as_ref(), b"hello");
         assert_eq!(one.messages[0].tags.as_deref(), Some(""));
         assert_eq!(one.messages[0].keys, ["k1", ""]);
         assert_eq!(one.messages[1].properties["a"], "1");

@@ -71,6 +71,11 @@ impl<O: Clone> Core<O> {
         });
     }
 
+    /// Ask the owner for `topic`'s route (a send found none).
+    pub fn want_route(&self, topic: &str) {
+        self.update(|state| state.wanted.insert(topic.to_owned()));
+    }
+
     /// The batches that waited for `topic`'s route, whose lookup failed.
     pub fn take_unrouted(&self, topic: &str) -> Vec<Batch<O>> {
         self.update(|state| {

@@ -13,6 +13,7 @@
 //! flight, and its outcome is queued before the next batch is sent.
 
 use std::sync::mpsc::Sender as Outcomes;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -37,6 +38,8 @@ struct Shared<O> {
     outcomes: Outcomes<Finished<O>>,
     /// Calls in flight, so that stopping can wait for them.
     calls: Mutex<usize>,
+    /// Calls made since the start.
+    calls_made: AtomicU64,
     calls_ended: Condvar,
 }
 
@@ -67,12 +70,15 @@ impl<O: Clone + Send + 'static> Sender<O> {
             .enable_all()
             .build()
             .map_err(|error| format!("cannot start the producer's sender: {error}"))?;
+        // A producer restarted after `stop` sends again.
+        core.update(|state| state.stopping = false);
         let shared = Arc::new(Shared {
             core,
             channels,
             handle: runtime.handle().clone(),
             outcomes,
             calls: Mutex::new(0),
+            calls_made: AtomicU64::new(0),
             calls_ended: Condvar::new(),
         });
         let due = Arc::clone(&shared);
@@ -94,6 +100,12 @@ impl<O: Clone + Send + 'static> Sender<O> {
     /// Send batches taken off the books (each queue's, at most one).
     pub fn dispatch(&self, batches: Vec<Batch<O>>) {
         dispatch(&self.shared, batches);
+    }
+
+    /// How many SendBatches calls the sender made (each carries every batch ready for
+    /// one shard).
+    pub fn calls_made(&self) -> u64 {
+        self.shared.calls_made.load(Ordering::Relaxed)
     }
 
     /// Wait up to `timeout` (None: for ever) for every batch to end, then stop: calls
@@ -180,6 +192,7 @@ fn start_call<O: Clone + Send + 'static>(
         )
     })));
     *lock(&shared.calls) += 1;
+    shared.calls_made.fetch_add(1, Ordering::Relaxed);
     let mut call = InFlight {
         shared: Arc::clone(shared),
         endpoint,
