@@ -277,6 +277,7 @@ impl<O: Clone> Core<O> {
             return Err(batch);
         }
         batch.refresh_route = true;
+        batch.route_fresh = false;
         let at = now + state.retry.delay;
         state.retries.insert(batch.key(), (batch, at));
         drop(state);

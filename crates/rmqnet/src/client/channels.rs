@@ -14,7 +14,9 @@ use bytes::{Buf, BufMut, Bytes};
 use http::uri::PathAndQuery;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::metadata::{MetadataKey, MetadataValue};
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{Channel, Endpoint};
+
+use super::tls::{Connector, Tls};
 use tonic::{Code, Request, Status};
 
 /// How long connecting to a shard may take before the call fails as unavailable.
@@ -78,34 +80,12 @@ impl From<Status> for CallError {
     }
 }
 
-/// How to reach the shards over TLS.
-#[derive(Clone, Debug, Default)]
-pub struct Tls {
-    /// PEM roots to trust; None: the system's.
-    pub root_cert: Option<Vec<u8>>,
-    /// The name the shards' certificates must carry, when not the endpoint's host.
-    pub server_name: Option<String>,
-}
-
-impl Tls {
-    fn config(&self) -> ClientTlsConfig {
-        let config = match &self.root_cert {
-            Some(pem) => ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)),
-            None => ClientTlsConfig::new().with_native_roots(),
-        };
-        match &self.server_name {
-            Some(name) => config.domain_name(name.clone()),
-            None => config,
-        }
-    }
-}
-
 /// One HTTP/2 connection per shard endpoint, opened on first use and reopened by the
 /// transport after the shard restarts. Calls must run on a Tokio runtime.
 pub struct ShardChannels {
     channels: Mutex<HashMap<String, Channel>>,
     timeout: Duration,
-    tls: Option<Tls>,
+    tls: Option<Connector>,
     metadata: Vec<(
         MetadataKey<tonic::metadata::Ascii>,
         MetadataValue<tonic::metadata::Ascii>,
@@ -131,6 +111,7 @@ impl ShardChannels {
                 Ok((parsed_key, parsed_value))
             })
             .collect::<Result<Vec<_>, String>>()?;
+        let tls = tls.as_ref().map(Connector::new).transpose()?;
         Ok(ShardChannels {
             channels: Mutex::new(HashMap::new()),
             timeout,
@@ -147,22 +128,21 @@ impl ShardChannels {
         if let Some(channel) = channels.get(endpoint) {
             return Ok(channel.clone());
         }
-        let bad = |error: &dyn std::fmt::Display| CallError {
-            code: Code::InvalidArgument as i32,
-            message: format!("bad endpoint {endpoint:?}: {error}"),
-        };
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
-        let mut settings =
-            Endpoint::from_shared(format!("{scheme}://{endpoint}")).map_err(|e| bad(&e))?;
-        if let Some(tls) = &self.tls {
-            settings = settings.tls_config(tls.config()).map_err(|e| bad(&e))?;
-        }
-        let channel = settings
+        // Over TLS too the URI says http: the connector does the TLS, and tonic refuses
+        // an https URI it would have to secure itself.
+        let settings = Endpoint::from_shared(format!("http://{endpoint}"))
+            .map_err(|error| CallError {
+                code: Code::InvalidArgument as i32,
+                message: format!("bad endpoint {endpoint:?}: {error}"),
+            })?
             .connect_timeout(CONNECT_TIMEOUT)
             .tcp_nodelay(true)
             .initial_stream_window_size(Some(STREAM_WINDOW))
-            .initial_connection_window_size(Some(CONNECTION_WINDOW))
-            .connect_lazy();
+            .initial_connection_window_size(Some(CONNECTION_WINDOW));
+        let channel = match &self.tls {
+            Some(connector) => settings.connect_with_connector_lazy(connector.clone()),
+            None => settings.connect_lazy(),
+        };
         channels.insert(endpoint.to_owned(), channel.clone());
         Ok(channel)
     }

@@ -12,11 +12,15 @@ pub mod limits;
 pub mod encode;
 pub mod outcome;
 mod parking;
+#[cfg(test)]
+mod core_tests;
 pub mod routes;
 pub mod sender;
+pub mod tls;
 
 pub use batch::{Batch, Finished, QueueKey};
 pub use books::{Core, Limits, Pushed, RetryPolicy, State};
-pub use channels::{ShardChannels, Tls};
+pub use channels::ShardChannels;
+pub use tls::Tls;
 pub use outcome::{SendOutcome, RETRYABLE};
 pub use sender::Sender;

@@ -25,25 +25,23 @@ impl<O: Clone> Core<O> {
         let mut parked = false;
         for mut batch in batches {
             batch.mark_sent(now);
-            let destination = if batch.refresh_route {
-                Destination::Unknown
-            } else {
-                state.routes.destination(&batch.topic, batch.queue_id)
-            };
+            // A batch whose last try said the route may be stale waits for a fresh one.
+            let destination = (!batch.refresh_route)
+                .then(|| state.routes.destination(&batch.topic, batch.queue_id));
             match destination {
-                Destination::Endpoint(endpoint) => {
+                Some(Destination::Endpoint(endpoint)) => {
                     match groups.iter_mut().find(|(known, _)| known == endpoint) {
                         Some((_, group)) => group.push(batch),
                         None => groups.push((endpoint.to_owned(), vec![batch])),
                     }
                 }
-                Destination::Unknown if batch.route_fresh => {
+                Some(Destination::Unknown) if batch.route_fresh => {
                     let queues = state.routes.queue_count(&batch.topic).unwrap_or(0);
                     let queue_id = batch.queue_id;
                     let outcome = SendOutcome::NoSuchQueue { queue_id, queues };
                     failed.push(Finished { batch, outcome });
                 }
-                Destination::Unknown => {
+                _ => {
                     state.wanted.insert(batch.topic.clone());
                     state.unrouted.push(batch);
                     parked = true;
