@@ -14,6 +14,7 @@ from rmq.client.messages import SendResult
 from rmq.errors import BrokerError, CorruptRecordError
 
 __all__ = [
+    "RETRYABLE_STATUS_CODES",
     "ColumnBuffer",
     "DecodedBatch",
     "DiskUsage",
@@ -34,9 +35,8 @@ __all__ = [
     "VerifyReport",
     "__version__",
     "body_crc",
-    "decode_pull_response",
-    "RETRYABLE_STATUS_CODES",
     "broker_error",
+    "decode_pull_response",
     "java_string_hash",
     "native_rocketmq_status_codes",
     "native_rocketmq_system_properties",
