@@ -200,7 +200,10 @@ impl<O: Clone> Core<O> {
         let limits = guard.limits;
         let state = &mut *guard;
         let batches = state.waiting.entry(key.clone()).or_default();
-        if !batches.back().is_some_and(|batch| !limits.full(batch, size)) {
+        if !batches
+            .back()
+            .is_some_and(|batch| !limits.full(batch, size))
+        {
             batches.push_back(Batch::new(key, new_outcome()));
             // The sender thread schedules its linger.
             self.notify();

@@ -27,12 +27,17 @@ fn a_full_batch_leaves_at_once_and_the_next_waits_for_its_queue() {
     assert!(first.ready.is_none() && first.index == 0);
     let second = core.push(&key(0), b"b", 10, || 2);
     let sent = second.ready.expect("the batch is full");
-    assert_eq!((sent.count, sent.messages.as_slice(), sent.outcome), (2, &b"ab"[..], 1));
+    assert_eq!(
+        (sent.count, sent.messages.as_slice(), sent.outcome),
+        (2, &b"ab"[..], 1)
+    );
     // The queue has a batch in flight: the next full batch is not taken.
     core.push(&key(0), b"c", 10, || 3);
     assert!(core.push(&key(0), b"d", 10, || 3).ready.is_none());
     assert_eq!(core.lock().pending, 4);
-    let next = core.release(&key(0), true).expect("the next batch is ready");
+    let next = core
+        .release(&key(0), true)
+        .expect("the next batch is ready");
     assert_eq!(next.messages, b"cd");
     core.finished(sent);
     assert_eq!(core.lock().pending, 2);
@@ -65,7 +70,13 @@ fn a_queue_missing_from_a_fresh_route_fails() {
     let (groups, failed) = core.route(core.due().expect("due"));
     assert!(groups.is_empty());
     let outcome = &failed[0].outcome;
-    assert_eq!(*outcome, SendOutcome::NoSuchQueue { queue_id: 5, queues: 1 });
+    assert_eq!(
+        *outcome,
+        SendOutcome::NoSuchQueue {
+            queue_id: 5,
+            queues: 1
+        }
+    );
 }
 
 #[test]
@@ -78,9 +89,15 @@ fn a_refused_batch_is_retried_with_a_fresh_route_until_closing() {
     assert!(core.retry_later(batch).is_ok());
     core.lock().closed = true; // a retry is due at once while closing
     let (groups, _) = core.route(core.due().expect("due"));
-    assert!(groups.is_empty(), "a retried batch looks its route up again");
+    assert!(
+        groups.is_empty(),
+        "a retried batch looks its route up again"
+    );
     core.set_route("t", vec!["a:1".into()]);
     let (mut groups, _) = core.route(core.due().expect("due"));
     let batch = groups.remove(0).1.remove(0);
-    assert!(core.retry_later(batch).is_err(), "closing: given back, not retried");
+    assert!(
+        core.retry_later(batch).is_err(),
+        "closing: given back, not retried"
+    );
 }

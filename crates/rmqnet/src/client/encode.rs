@@ -6,9 +6,9 @@
 //! numbers come from `rmqproto`, generated from `proto/`; `codec_agreement` in the
 //! binding checks that prost reads back what this writes.
 
+use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
 use rmqproto::fields::send_batches_request::BATCHES;
 use rmqproto::fields::{message, send_request as request};
-use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
 use rmqproto::wire::{
     field_length, put_bytes_field, put_int_field, put_tag, put_varint, WIRE_LENGTH_DELIMITED,
 };
@@ -72,9 +72,7 @@ pub fn request_head(topic: &str, queue_id: i32) -> Vec<u8> {
 }
 
 /// A `SendBatchesRequest` from each batch's topic, queue and encoded `messages` fields.
-pub fn batches_request<'a>(
-    parts: impl IntoIterator<Item = (&'a str, i32, &'a [u8])>,
-) -> Vec<u8> {
+pub fn batches_request<'a>(parts: impl IntoIterator<Item = (&'a str, i32, &'a [u8])>) -> Vec<u8> {
     let mut out = Vec::new();
     for (topic, queue_id, messages) in parts {
         let head = request_head(topic, queue_id);

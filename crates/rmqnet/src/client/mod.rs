@@ -8,12 +8,12 @@
 pub mod batch;
 pub mod books;
 pub mod channels;
-pub mod limits;
-pub mod encode;
-pub mod outcome;
-mod parking;
 #[cfg(test)]
 mod core_tests;
+pub mod encode;
+pub mod limits;
+pub mod outcome;
+mod parking;
 pub mod routes;
 pub mod sender;
 pub mod tls;
@@ -21,6 +21,6 @@ pub mod tls;
 pub use batch::{Batch, Finished, QueueKey};
 pub use books::{Core, Limits, Pushed, RetryPolicy, State};
 pub use channels::ShardChannels;
-pub use tls::Tls;
 pub use outcome::{SendOutcome, RETRYABLE};
 pub use sender::Sender;
+pub use tls::Tls;

@@ -142,15 +142,30 @@ mod tests {
         assert_eq!(outcomes[1], SendOutcome::refused(3, "bad tags"));
         assert!(!outcomes[1].retryable());
         // Three results for a batch of two: not stored blind.
-        assert!(matches!(outcomes[2], SendOutcome::Refused { code: code::UNKNOWN, .. }));
+        assert!(matches!(
+            outcomes[2],
+            SendOutcome::Refused {
+                code: code::UNKNOWN,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn a_wrong_number_of_answers_or_garbage_fails_every_batch() {
         let raw = response(vec![None]);
         assert_eq!(answers(&raw, &[0]), vec![SendOutcome::Stored(stored(0))]);
-        for outcome in answers(&raw, &[1, 1]).into_iter().chain(answers(b"\x0a\x05ab", &[1])) {
-            assert!(matches!(outcome, SendOutcome::Refused { code: code::UNKNOWN, .. }));
+        for outcome in answers(&raw, &[1, 1])
+            .into_iter()
+            .chain(answers(b"\x0a\x05ab", &[1]))
+        {
+            assert!(matches!(
+                outcome,
+                SendOutcome::Refused {
+                    code: code::UNKNOWN,
+                    ..
+                }
+            ));
         }
     }
 

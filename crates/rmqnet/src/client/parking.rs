@@ -10,16 +10,16 @@ use super::books::Core;
 use super::outcome::SendOutcome;
 use super::routes::Destination;
 
+/// The batches bound for each shard endpoint, in the order the endpoints came up.
+pub type ByEndpoint<O> = Vec<(String, Vec<Batch<O>>)>;
+
 impl<O: Clone> Core<O> {
     /// Group batches by the endpoint of their queue's shard. A batch with no known
     /// destination, or whose route may be stale, waits for a fresh route (its topic is
     /// wanted); one whose queue is missing from a fresh route fails.
-    pub fn route(
-        &self,
-        batches: Vec<Batch<O>>,
-    ) -> (Vec<(String, Vec<Batch<O>>)>, Vec<Finished<O>>) {
+    pub fn route(&self, batches: Vec<Batch<O>>) -> (ByEndpoint<O>, Vec<Finished<O>>) {
         let now = Instant::now();
-        let mut groups: Vec<(String, Vec<Batch<O>>)> = Vec::new();
+        let mut groups: ByEndpoint<O> = Vec::new();
         let mut failed = Vec::new();
         let mut state = self.lock();
         let mut parked = false;

@@ -70,7 +70,9 @@ mod tests {
     #[test]
     fn round_robin_cycles_and_keys_stick() {
         let mut routes = routes();
-        let chosen: Vec<_> = (0..4).filter_map(|_| routes.choose_queue("t", None)).collect();
+        let chosen: Vec<_> = (0..4)
+            .filter_map(|_| routes.choose_queue("t", None))
+            .collect();
         assert_eq!(chosen, [0, 1, 2, 0]);
         let key = routes.choose_queue("t", Some(b"order-7"));
         assert_eq!(key, Some((crc32fast::hash(b"order-7") % 3) as i32));

@@ -12,8 +12,8 @@
 //! A queue's outcomes arrive in the order of its batches: a queue has one batch in
 //! flight, and its outcome is queued before the next batch is sent.
 
-use std::sync::mpsc::Sender as Outcomes;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender as Outcomes;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -172,7 +172,11 @@ impl<O> Drop for InFlight<O> {
     fn drop(&mut self) {
         for batch in self.batches.drain(..) {
             let message = "the producer closed before the broker answered";
-            finish(&self.shared, batch, SendOutcome::refused(code::CANCELLED, message));
+            finish(
+                &self.shared,
+                batch,
+                SendOutcome::refused(code::CANCELLED, message),
+            );
         }
         *lock(&self.shared.calls) -= 1;
         self.shared.calls_ended.notify_all();

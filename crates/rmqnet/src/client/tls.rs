@@ -106,7 +106,10 @@ impl tower_service::Service<Uri> for Connector {
         let name = self.server_name.clone();
         Box::pin(async move {
             let host = uri.host().ok_or("the endpoint has no host")?;
-            let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+            let host = host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned();
             let port = uri.port_u16().ok_or("the endpoint has no port")?;
             let tcp = TcpStream::connect((host.as_str(), port)).await?;
             tcp.set_nodelay(true)?;
