@@ -67,6 +67,9 @@ impl PyProducerCore {
         lock(&self.route_failures).remove(topic);
         self.core.want_route(topic);
         let failed = |topic: &str| lock(&self.route_failures).contains_key(topic);
+        // The route thread's lookup retries an unavailable broker for the retry timeout,
+        // each call bounded by the call timeout: it answers within both.
+        let timeout = timeout + self.core.lock().retry.timeout;
         let deadline = Instant::now() + timeout;
         let known = self.wait_until(py, Some(deadline), |state| {
             state.routes.queue_count(topic).is_some() || failed(topic)
