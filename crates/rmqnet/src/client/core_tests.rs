@@ -101,3 +101,26 @@ fn a_refused_batch_is_retried_with_a_fresh_route_until_closing() {
         "closing: given back, not retried"
     );
 }
+
+#[test]
+fn a_batch_refused_after_a_fresh_route_waits_for_another() {
+    // The TLS test found this: a batch that learnt its route, then was refused again,
+    // must look the route up again rather than fail as a missing queue.
+    let core = core(1);
+    let batch = core.push(&key(0), b"a", 1, || 0).ready.expect("full");
+    assert!(core.route(vec![batch]).0.is_empty());
+    core.set_route("t", vec!["a:1".into()]);
+    let (mut groups, _) = core.route(core.due().expect("due"));
+    let batch = groups.remove(0).1.remove(0);
+    assert!(core.retry_later(batch).is_ok());
+    core.lock().closed = true; // the retry is due at once
+    let (groups, failed) = core.route(core.due().expect("due"));
+    assert!(
+        groups.is_empty() && failed.is_empty(),
+        "parked for a fresh route"
+    );
+    assert_eq!(
+        core.wanted_routes(std::time::Instant::now()),
+        Some(vec!["t".into()])
+    );
+}
