@@ -9,15 +9,8 @@ import time
 import grpc
 import pytest
 from rmq import errors
-from rmq._rmqcore import (
-    OutgoingBatch,
-    ProducerCore,
-    send_batches_response,
-    split_send_batches,
-    stored_answer,
-)
+from rmq._rmqcore import send_batches_response, split_send_batches, stored_answer
 from rmq.client import Client
-from rmq.client.producer import Producer
 from rmq.proto.v1 import broker_pb2 as pb
 
 from tests.support.brokers import Brokers
@@ -103,41 +96,16 @@ def test_an_empty_request_gets_an_empty_answer(client: Client) -> None:
     assert _raw_send_batches(client)(b"", timeout=30) == b""
 
 
-@pytest.mark.parametrize("transport", ["native", "grpcio"])
-def test_the_producer_sends_ready_batches_of_one_shard_together(
-    client: Client, monkeypatch: pytest.MonkeyPatch, transport: str
-) -> None:
+def test_the_producer_sends_ready_batches_of_one_shard_together(client: Client) -> None:
     """With a long linger, the batches of all four queues become due together at the flush
-    and leave in one SendBatches call; the one the broker refuses fails alone. Both ways
-    a producer sends: over the engine's connections (the default), and through grpcio
-    (what a producer uses with TLS)."""
-    calls: list[int] = []
-    if transport == "native":
-        real_native = ProducerCore._send_native
-
-        def counting_native(self: Producer, endpoint: str, batches: list[OutgoingBatch]) -> None:
-            calls.append(len(batches))
-            real_native(self, endpoint, batches)
-
-        monkeypatch.setattr(Producer, "_send_native", counting_native)
-    else:
-        real = client.encoded_send_batches
-
-        def counting(endpoint: str) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendBatchesResponse]:
-            calls.append(-1)
-            return real(endpoint)
-
-        monkeypatch.setattr(client, "encoded_send_batches", counting)
+    and leave in one SendBatches call; the one the broker refuses fails alone."""
     with client.producer(linger_ms=60_000) as producer:
-        if transport == "grpcio":
-            producer._stop_native()
-            producer._native = False
         futures = [
             producer.send(TOPIC, f"m{q}".encode(), queue_id=q, tags="" if q == 2 else "T")
             for q in range(4)
         ]
         assert producer.flush(timeout=30)
-    assert calls == ([4] if transport == "native" else [-1])
+        assert producer._calls_made == 1
     for queue_id in (0, 1, 3):
         assert futures[queue_id].result(timeout=0).queue_id == queue_id
     error = futures[2].exception(timeout=0)

@@ -1,8 +1,8 @@
 """The producer encodes what protobuf itself would (``ProducerCore.send`` and
-crates/rmqcore-py/src/send_request_encoding.rs): random batches decode to the same
-``SendRequest`` as one built with the generated classes, and wrong argument types raise
-``TypeError`` and queue nothing. No broker: a ``ProducerCore`` whose hooks keep the
-batches it would send."""
+crates/rmqnet/src/client/encode.rs): random batches decode to the same ``SendRequest`` as
+one built with the generated classes, and wrong argument types raise ``TypeError`` and
+queue nothing. No broker: a ``ProducerCore`` that never sends, whose open batches are
+read back encoded."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
-from rmq._rmqcore import OutgoingBatch, ProducerCore
+from rmq._rmqcore import ProducerCore
 from rmq.proto.v1 import broker_pb2 as pb
 
 _TEXTS = ["", "a", "TagA", "with space", "sep\x01x", "ключ", "x" * 200]
@@ -50,23 +50,22 @@ def _expected(
 
 
 class _KeepingProducer(ProducerCore):
-    """Sends a batch when it holds ``batch_size`` messages; keeps it instead of sending."""
+    """Never sends: not started, and with limits no batch reaches, every message stays in
+    its queue's open batch."""
 
-    def __init__(self, batch_size: int) -> None:
+    def __init__(self) -> None:
         self._configure(
-            batch_max_messages=batch_size,
+            batch_max_messages=1 << 40,
             batch_max_bytes=1 << 40,
             linger=3600.0,
             max_buffered_bytes=1 << 40,
             max_buffered_messages=1 << 40,
         )
-        self.kept: list[OutgoingBatch] = []
 
-    def _queue_count(self, topic: str) -> int:
-        return 1
-
-    def _dispatch(self, batch: OutgoingBatch) -> None:
-        self.kept.append(batch)
+    def kept(self, topic: str, queue_id: int) -> pb.SendRequest:
+        raw = self._open_batch(topic, queue_id)
+        assert raw is not None
+        return pb.SendRequest.FromString(raw)
 
 
 def test_random_batches_decode_as_protobuf_builds_them() -> None:
@@ -75,22 +74,21 @@ def test_random_batches_decode_as_protobuf_builds_them() -> None:
         topic = rng.choice(["t", "Topic_%|-", "T" * 127])
         queue_id = rng.choice([0, 1, 7, 65_535])
         messages = [_random_message(rng) for _ in range(rng.choice([1, 2, 50]))]
-        producer = _KeepingProducer(len(messages))
+        producer = _KeepingProducer()
         for body, tags, keys, properties in messages:
             producer.send(
                 topic, body, tags=tags, keys=keys, properties=properties, queue_id=queue_id
             )
-        [batch] = producer.kept
-        assert (batch.topic, batch.queue_id, len(batch)) == (topic, queue_id, len(messages))
-        decoded = pb.SendRequest.FromString(batch.encode())
+        assert producer.pending == len(messages)
+        decoded = producer.kept(topic, queue_id)
         assert decoded == _expected(topic, queue_id, messages), f"round {round_}"
 
 
 def test_keys_and_properties_take_any_sequence_and_mapping() -> None:
-    producer = _KeepingProducer(2)
+    producer = _KeepingProducer()
     producer.send("t", b"b", keys=("k1", "k2"), properties=_Properties({"a": "1"}), queue_id=0)
     producer.send("t", b"c", keys="one key", queue_id=0)  # a string is one key
-    decoded = pb.SendRequest.FromString(producer.kept[0].encode())
+    decoded = producer.kept("t", 0)
     assert list(decoded.messages[0].keys) == ["k1", "k2"]
     assert dict(decoded.messages[0].properties) == {"a": "1"}
     assert list(decoded.messages[1].keys) == ["one key"]
@@ -122,7 +120,7 @@ class _Properties(Mapping[str, str]):
     ],
 )
 def test_wrong_types_raise_type_error_and_add_nothing(arguments: dict[str, object]) -> None:
-    producer = _KeepingProducer(1)
+    producer = _KeepingProducer()
     with pytest.raises(TypeError):
         producer.send("t", queue_id=0, **arguments)  # type: ignore[arg-type]
-    assert producer.pending == 0 and not producer.kept
+    assert producer.pending == 0 and producer._open_batch("t", 0) is None

@@ -1,4 +1,4 @@
-"""The producer's own connections (crates/rmqcore-py/src/native_sender.rs) against a real
+"""The producer's own connections (crates/rmqnet/src/client/sender.rs) against a real
 `rmq serve` on loopback: the token goes with every batch, a queue's callbacks run in the
 order of its sends, and a shard that is gone is retried, then fails as unavailable."""
 
@@ -26,7 +26,6 @@ def client(module_brokers: Brokers) -> Client:
 
 def test_plaintext_producers_send_natively(client: Client) -> None:
     with client.producer() as producer:
-        assert producer._native
         result = producer.send_sync(TOPIC, b"hello", queue_id=3)
     assert (result.topic, result.queue_id) == (TOPIC, 3)
 
@@ -60,8 +59,8 @@ def test_the_token_goes_with_every_batch(brokers: Brokers) -> None:
         assert producer.send_sync(TOPIC, b"with the token").queue_id == 0
         # The same producer's connections with a wrong token: refused, and not
         # retried (an authentication failure does not pass by itself).
-        producer._stop_native()
-        producer._use_native(timeout=10.0, metadata=[("authorization", "Bearer no")])
+        producer._stop()
+        producer._start(timeout=10.0, metadata=[("authorization", "Bearer no")])
         started = time.monotonic()
         with pytest.raises(AuthenticationError, match="token"):
             producer.send_sync(TOPIC, b"without it", timeout=30)

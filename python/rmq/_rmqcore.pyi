@@ -11,15 +11,15 @@ from typing import Any, ClassVar, final
 from typing_extensions import disjoint_base
 
 from rmq.client.messages import SendResult
-from rmq.errors import CorruptRecordError
+from rmq.errors import BrokerError, CorruptRecordError
 
 __all__ = [
+    "RETRYABLE_STATUS_CODES",
     "ColumnBuffer",
     "DecodedBatch",
     "DiskUsage",
     "EncodedPull",
     "Message",
-    "OutgoingBatch",
     "ProducerCore",
     "PullResult",
     "PutResult",
@@ -35,8 +35,8 @@ __all__ = [
     "VerifyReport",
     "__version__",
     "body_crc",
+    "broker_error",
     "decode_pull_response",
-    "encode_send_batches",
     "java_string_hash",
     "native_rocketmq_status_codes",
     "native_rocketmq_system_properties",
@@ -50,6 +50,8 @@ __all__ = [
 ]
 
 __version__: str
+RETRYABLE_STATUS_CODES: list[int]
+"""The gRPC status codes (as numbers) worth another try after a pause and a fresh route."""
 
 @final
 class Message:
@@ -245,10 +247,6 @@ def decode_pull_response(raw: bytes) -> tuple[list[ReceivedMessage], int, int, i
     """The messages of an encoded ``rmq.v1.PullResponse``, and its ``next_offset``,
     ``min_offset`` and ``max_offset``."""
 
-def encode_send_batches(batches: Sequence[OutgoingBatch]) -> bytes:
-    """One ``rmq.v1.SendBatchesRequest`` carrying the batches (of different queues of one
-    shard)."""
-
 def stored_answer(response: bytes) -> bytes | None:
     """The encoded ``rmq.v1.SendStreamResponse`` for a stored batch's encoded
     ``SendResponse`` (its sequence echoed); None when the bytes are not one."""
@@ -260,28 +258,12 @@ def split_send_batches(raw: bytes) -> list[bytes] | None:
     """The ``SendRequest``s of an encoded ``rmq.v1.SendBatchesRequest``, still encoded;
     None when the bytes are not one."""
 
-@final
-class OutgoingBatch:
-    """One batch of a producer on its way to the broker (the producer's sender side)."""
-
-    @property
-    def topic(self) -> str: ...
-    @property
-    def queue_id(self) -> int: ...
-    @property
-    def refresh_route(self) -> bool:
-        """Whether the last try failed in a way that may mean the route changed."""
-    def __len__(self) -> int: ...
-    def mark_sent(self) -> float:
-        """Seconds since the batch was first sent; the first call starts the clock."""
-    def encode(self) -> bytes:
-        """The whole ``rmq.v1.SendRequest``."""
-
 @disjoint_base
 class ProducerCore:
-    """The producer's per-message work (queue choice, batching, byte accounting,
-    futures) under one lock; ``rmq.client.Producer`` extends it with routes, RPCs and
-    retries and provides ``_queue_count`` and ``_dispatch``."""
+    """The producer's core (crates/rmqnet/src/client/): queue choice, batching, the calls
+    to the shards and their retries; ``rmq.client.Producer`` extends it with a thread
+    that looks up the routes it asks for (``_routes_wanted``) and pushes them in
+    (``_set_route``, ``_route_failed``)."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ProducerCore: ...
     def _configure(
@@ -292,6 +274,7 @@ class ProducerCore:
         linger: float,
         max_buffered_bytes: int,
         max_buffered_messages: int,
+        retry_timeout: float = 30.0,
     ) -> None: ...
     def send(
         self,
@@ -320,16 +303,25 @@ class ProducerCore:
     def _close(self) -> None: ...
     def _begin_flush(self) -> None: ...
     def _end_flush(self) -> None: ...
-    def _set_queue_count(self, topic: str, count: int) -> None: ...
-    def _take_due(self) -> list[OutgoingBatch] | None: ...
-    def _retry_later(self, batch: OutgoingBatch, delay: float) -> None: ...
-    def _release(self, batch: OutgoingBatch, take_next: bool) -> OutgoingBatch | None: ...
-    def _use_native(self, *, timeout: float, metadata: list[tuple[str, str]]) -> None: ...
-    def _send_native(self, endpoint: str, batches: list[OutgoingBatch]) -> None: ...
-    def _stop_native(self, timeout: float | None = None) -> None: ...
-    def _complete(
-        self, batch: OutgoingBatch, response: object | None, error: BaseException | None
+    def _open_batch(self, topic: str, queue_id: int) -> bytes | None:
+        """The ``rmq.v1.SendRequest`` the queue's open batch would send; None without
+        one."""
+    def _start(
+        self,
+        *,
+        timeout: float,
+        metadata: list[tuple[str, str]],
+        tls: bool = False,
+        root_cert: bytes | None = None,
+        server_name: str | None = None,
     ) -> None: ...
+    def _stop(self, timeout: float | None = None) -> None: ...
+    @property
+    def _calls_made(self) -> int:
+        """How many SendBatches calls the running sender made."""
+    def _routes_wanted(self) -> list[str] | None: ...
+    def _set_route(self, topic: str, endpoints: list[str]) -> None: ...
+    def _route_failed(self, topic: str, error: BaseException, retryable: bool) -> None: ...
 
 @final
 class RecoveryReport:
@@ -792,6 +784,10 @@ def native_rocketmq_status_codes() -> dict[str, int]:
 
 def native_rocketmq_system_properties() -> list[str]:
     """The property names both v2 paths refuse as user properties."""
+
+def broker_error(code: int, message: str) -> BrokerError:
+    """The client's exception for a broker's gRPC status ``code`` (as ``grpc.StatusCode``
+    numbers it) and ``message``: the one table of the client side."""
 
 def native_status_codes() -> dict[str, int]:
     """The native data plane's status code for each ``rmq.errors`` engine class."""

@@ -10,7 +10,7 @@ use prost::Message as _;
 use rmqcore::PutResult;
 use rmqproto::v1;
 
-use crate::send_request_encoding::{put_message, request_head};
+use rmqnet::client::encode::{put_message, request_head};
 use rmqnet::codec::send::{decode_request, encode_send_response};
 
 #[derive(Debug, Clone)]

@@ -137,3 +137,41 @@ pub fn rmq_error(py: Python<'_>, class: &str, message: &str) -> PyErr {
 pub fn invalid(py: Python<'_>, argument: &'static str, reason: impl Into<String>) -> PyErr {
     to_py_err(py, Error::invalid(argument, reason))
 }
+
+/// The client's exception class for a broker's gRPC status code (numbered as
+/// `grpc.StatusCode` numbers it): the one table of the client side, used for the
+/// producer's refused batches and, through `broker_error`, by `rmq.client.status`.
+fn broker_class(code: i32) -> &'static str {
+    match code {
+        3 => "BrokerInvalidArgumentError",
+        5 => "BrokerNotFoundError",
+        11 => "BrokerOutOfRangeError",
+        8 => "BrokerResourceExhaustedError",
+        15 => "BrokerDataLossError",
+        14 | 4 => "BrokerUnavailableError",
+        9 => "StaleRouteError",
+        16 | 7 => "AuthenticationError",
+        _ => "BrokerError",
+    }
+}
+
+/// The exception for a call a broker answered with status `code` and `message`: the
+/// class of the table, carrying the `grpc.StatusCode` itself (an unknown number becomes
+/// UNKNOWN).
+#[pyfunction]
+pub fn broker_error(py: Python<'_>, code: i32, message: String) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let codes = py.import("grpc")?.getattr("StatusCode")?;
+        let mut status = codes.getattr("UNKNOWN")?;
+        for member in codes.try_iter()? {
+            let member = member?;
+            if member.getattr("value")?.get_item(0)?.extract::<i32>()? == code {
+                status = member;
+                break;
+            }
+        }
+        let class = py.import("rmq.errors")?.getattr(broker_class(code))?;
+        Ok(PyErr::from_value(class.call1((message, status))?))
+    };
+    build().unwrap_or_else(|error| error)
+}

@@ -7,8 +7,7 @@ mod decoder;
 mod errors;
 mod functions;
 mod message;
-mod native_channel;
-mod native_sender;
+mod message_fields;
 mod producer_core;
 mod put_result;
 mod read_records;
@@ -18,7 +17,6 @@ mod retention_report;
 mod send_batch;
 mod send_batches;
 mod send_future;
-mod send_request_encoding;
 mod shard_server;
 mod store;
 mod store_metrics;
@@ -29,6 +27,7 @@ mod verify_report;
 #[pymodule]
 fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add("RETRYABLE_STATUS_CODES", rmqnet::client::RETRYABLE.to_vec())?;
     module.add_class::<message::PyMessage>()?;
     module.add_class::<put_result::PyPutResult>()?;
     module.add_class::<store::PyStore>()?;
@@ -36,7 +35,6 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyEncodedPull>()?;
     module.add_class::<send_batch::PySendBatch>()?;
     module.add_class::<producer_core::PyProducerCore>()?;
-    module.add_class::<producer_core::PyOutgoingBatch>()?;
     module.add_class::<send_future::PySendFuture>()?;
     module.add_class::<received_message::PyReceivedMessage>()?;
     module.add_class::<recovery_report::PyRecoveryReport>()?;
@@ -66,7 +64,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module
     )?)?;
     module.add_function(wrap_pyfunction!(send_batches::split_send_batches, module)?)?;
-    module.add_function(wrap_pyfunction!(send_batches::encode_send_batches, module)?)?;
+    module.add_function(wrap_pyfunction!(errors::broker_error, module)?)?;
     module.add_function(wrap_pyfunction!(send_batches::stored_answer, module)?)?;
     module.add_function(wrap_pyfunction!(
         send_batches::send_batches_response,

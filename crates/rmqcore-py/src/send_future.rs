@@ -16,14 +16,15 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
+use rmqproto::v1::SendResponse;
 
 /// How long a wait sleeps before it checks for Ctrl-C.
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 
 /// How a batch ended.
 pub enum Answer {
-    /// The broker stored it: its `rmq.v1.SendResponse`.
-    Stored(Py<PyAny>),
+    /// The broker stored it: where each message is.
+    Stored(SendResponse),
     /// The exception every future of the batch raises.
     Failed(Py<PyAny>),
 }
@@ -124,9 +125,16 @@ impl BatchOutcome {
         }
     }
 
-    fn response(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+    /// Where the `index`th message was stored: (msg id, queue offset, commit log
+    /// offset, store timestamp); None unless the batch was stored.
+    fn stored(&self, index: usize) -> Option<(String, i64, i64, i64)> {
         match &lock(&self.state).answer {
-            Some(Answer::Stored(response)) => Some(response.clone_ref(py)),
+            Some(Answer::Stored(response)) => Some((
+                response.msg_ids.get(index)?.clone(),
+                *response.queue_offsets.get(index)?,
+                *response.commitlog_offsets.get(index)?,
+                *response.store_timestamps.get(index)?,
+            )),
             _ => None,
         }
     }
@@ -201,19 +209,18 @@ impl PySendFuture {
         if let Some(error) = self.outcome.error(py) {
             return Err(PyErr::from_value(error.into_bound(py)));
         }
-        let response = self
+        // The sender checked that a stored batch has one answer per message.
+        let (msg_id, queue_offset, commitlog_offset, store_timestamp) = self
             .outcome
-            .response(py)
-            .expect("a finished batch has an answer")
-            .into_bound(py);
-        let at = |field: &str| response.getattr(field)?.get_item(self.index);
+            .stored(self.index)
+            .expect("a finished batch that did not fail has an answer per message");
         let kwargs = pyo3::types::PyDict::new(py);
         kwargs.set_item("topic", &self.outcome.topic)?;
         kwargs.set_item("queue_id", self.outcome.queue_id)?;
-        kwargs.set_item("queue_offset", at("queue_offsets")?)?;
-        kwargs.set_item("msg_id", at("msg_ids")?)?;
-        kwargs.set_item("commitlog_offset", at("commitlog_offsets")?)?;
-        kwargs.set_item("store_timestamp", at("store_timestamps")?)?;
+        kwargs.set_item("queue_offset", queue_offset)?;
+        kwargs.set_item("msg_id", msg_id)?;
+        kwargs.set_item("commitlog_offset", commitlog_offset)?;
+        kwargs.set_item("store_timestamp", store_timestamp)?;
         let class = SEND_RESULT.import(py, "rmq.client.messages", "SendResult")?;
         Ok(class.call((), Some(&kwargs))?.unbind())
     }

@@ -1,8 +1,9 @@
-//! rmq's network hot path: a shard process's public gRPC endpoint served from the engine
+//! rmq's network hot path: the producer's client core (`client`), a shard process's public gRPC endpoint served from the engine
 //! (`server`, `shard`; RocketMQ 5's SendMessage in `rocketmq`), the proxy to the process's Python server for everything else
 //! (`proxy`), the long-poll wake-ups both sides share (`signals`), and the codec of the
 //! hot-path messages (`codec`), which the Python binding's fast path uses too.
 
+pub mod client;
 pub mod codec;
 pub mod counts;
 pub mod grpc;

@@ -29,8 +29,6 @@ def _shard_method(name: str) -> str:
     return "/{}/{}".format(*service.methods_by_name[name].full_name.rsplit(".", 1))
 
 
-_SEND_METHOD = _shard_method("Send")
-_SEND_BATCHES_METHOD = _shard_method("SendBatches")
 _PULL_METHOD = _shard_method("Pull")
 T = TypeVar("T")
 
@@ -99,19 +97,6 @@ class Client:
             )
             self._raw_methods[(method, endpoint)] = call
         return call
-
-    def encoded_send(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendResponse]:
-        """``Shard.Send`` taking the request already encoded (``OutgoingBatch.encode``)."""
-        return self._raw_method(_SEND_METHOD, endpoint, None, pb.SendResponse.FromString)
-
-    def encoded_send_batches(
-        self, endpoint: str
-    ) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendBatchesResponse]:
-        """``Shard.SendBatches`` taking the request already encoded
-        (``rmq._rmqcore.encode_send_batches``)."""
-        return self._raw_method(
-            _SEND_BATCHES_METHOD, endpoint, None, pb.SendBatchesResponse.FromString
-        )
 
     def encoded_pull(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]:
         """``Shard.Pull`` answering with the response's bytes, for

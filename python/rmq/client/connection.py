@@ -55,16 +55,6 @@ class Connection(Protocol):
         """(min offset, max offset) of one queue."""
         ...
 
-    def encoded_send(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendResponse]:
-        """``Shard.Send`` taking the request already encoded."""
-        ...
-
-    def encoded_send_batches(
-        self, endpoint: str
-    ) -> grpc.UnaryUnaryMultiCallable[bytes, pb.SendBatchesResponse]:
-        """``Shard.SendBatches`` taking the request already encoded."""
-        ...
-
     def encoded_pull(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]:
         """``Shard.Pull`` answering with the response's bytes."""
         ...

@@ -1,62 +1,82 @@
-//! `rmq._rmqcore.ProducerCore`: the producer's per-message work, under one lock.
+//! `rmq._rmqcore.ProducerCore`: the Python face of `rmqnet::client`, the producer's core.
 //!
-//! `send` runs once per message, and in Python its queue choice, batching, byte
-//! accounting and future cost about four times the encoding itself. Here it is one call:
-//! choose the queue, encode the message into its queue's open batch, count its bytes,
-//! hand back a `SendFuture`. The Python `rmq.client.Producer` subclasses this and keeps
-//! what happens once per batch: routes, retries, the sender thread. It provides three
-//! hooks: `_queue_count(topic)` (the route's queue count, or the `BrokerError` that
-//! stopped the lookup), `_dispatch(batch)` (send one `OutgoingBatch`), and, for batches
-//! sent with `_send_native` (`native_sender.rs`), `_native_refused(batch, code,
-//! message)`; it runs the sender thread around `_take_due`.
+//! `send` runs once per message: choose the queue, encode the message into its queue's
+//! open batch, hand back a `SendFuture`. Everything after that (batching, sending,
+//! retries, the next batch of a queue as soon as its answer comes) is `rmqnet::client`'s,
+//! on its own threads. The Python `rmq.client.Producer` subclasses this to push routes in
+//! as data when the core asks for them (`_routes_wanted`, `_set_route`,
+//! `_route_failed`); nothing here calls into Python except the futures' callbacks.
 //!
-//! Lock order: the GIL, then this lock. Nothing holding the lock calls into Python or
-//! drops a Python object (which could run arbitrary code); waits release the GIL first.
+//! Lock order: the GIL, then the core's lock, then `route_failures`. Nothing holding the
+//! core's lock calls into Python; waits release the GIL first.
 //!
-//! The state and its lock are in `batching.rs`; the methods Python calls are grouped by
-//! who calls them: the application (`send.rs` and here), the sender thread
-//! (`sender_thread.rs`), the native sender's switch (`native.rs`); `outgoing_batch.rs`
-//! is the batch the Python side holds.
+//! The methods are grouped by who calls them: the application (`send.rs` and here), the
+//! route thread and the start and stop of the sender (`sending.rs`); `resolve.rs` turns
+//! the sender's outcomes into the futures' results.
 
-mod batching;
-mod native;
-mod outgoing_batch;
+mod resolve;
 mod send;
-mod sender_thread;
+mod sending;
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBytes, PyTuple};
+use rmqnet::client::encode::request_head;
+use rmqnet::client::{Limits, RetryPolicy, State};
 
-use crate::native_sender::NativeSender;
+use crate::send_future::BatchOutcome;
 
-use batching::{lock, Limits};
-pub(crate) use batching::{Batch, Core};
-pub use outgoing_batch::PyOutgoingBatch;
+type Core = rmqnet::client::Core<Arc<BatchOutcome>>;
 
-/// The producer's batching state; see the module comment. Thread-safe.
+/// How long a wait sleeps before it checks for Ctrl-C.
+const SIGNAL_CHECK: Duration = Duration::from_millis(100);
+
+/// The producer's core; see the module comment. Thread-safe.
 #[pyclass(frozen, subclass, module = "rmq._rmqcore", name = "ProducerCore")]
 pub struct PyProducerCore {
     core: Arc<Core>,
-    /// Sends batches over the binding's own connections (`native_sender.rs`), once the
-    /// subclass asked for it with `_use_native`.
-    native: Mutex<Option<NativeSender>>,
-}
-
-impl std::ops::Deref for PyProducerCore {
-    type Target = Core;
-
-    fn deref(&self) -> &Core {
-        &self.core
-    }
+    /// The sender and the thread resolving its outcomes, between `_start` and `_stop`.
+    running: Mutex<Option<sending::Running>>,
+    /// The error of each topic's last failed route lookup, for the sends waiting for it.
+    route_failures: Mutex<HashMap<String, Py<PyAny>>>,
 }
 
 fn seconds(value: f64, argument: &str) -> PyResult<Duration> {
     Duration::try_from_secs_f64(value)
         .map_err(|_| PyTypeError::new_err(format!("{argument} must be a non-negative number")))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl PyProducerCore {
+    /// Wait, without the GIL, until `done(state)` holds (true) or `deadline` passes
+    /// (false). The GIL is taken back only to check for Ctrl-C now and then.
+    fn wait_until(
+        &self,
+        py: Python<'_>,
+        deadline: Option<Instant>,
+        done: impl Fn(&State<Arc<BatchOutcome>>) -> bool + Send + Sync,
+    ) -> PyResult<bool> {
+        loop {
+            let slice = Instant::now() + SIGNAL_CHECK;
+            let until = deadline.map_or(slice, |deadline| deadline.min(slice));
+            if py.detach(|| self.core.wait_until(until, &done)) {
+                return Ok(true);
+            }
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return Ok(false);
+            }
+            py.check_signals()?;
+        }
+    }
 }
 
 #[pymethods]
@@ -65,13 +85,16 @@ impl PyProducerCore {
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyAny>>) -> Self {
         PyProducerCore {
-            core: Arc::new(Core::new()),
-            native: Mutex::new(None),
+            core: Arc::new(Core::default()),
+            running: Mutex::new(None),
+            route_failures: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Set the batching limits (`linger` in seconds); the subclass calls this first.
-    #[pyo3(signature = (*, batch_max_messages, batch_max_bytes, linger, max_buffered_bytes, max_buffered_messages))]
+    /// Set the batching limits (`linger` in seconds) and how long a batch refused with a
+    /// retryable status is retried (`retry_timeout`, seconds); the subclass calls this
+    /// first.
+    #[pyo3(signature = (*, batch_max_messages, batch_max_bytes, linger, max_buffered_bytes, max_buffered_messages, retry_timeout=30.0))]
     fn _configure(
         &self,
         batch_max_messages: usize,
@@ -79,16 +102,23 @@ impl PyProducerCore {
         linger: f64,
         max_buffered_bytes: usize,
         max_buffered_messages: usize,
+        retry_timeout: f64,
     ) -> PyResult<()> {
         let linger = seconds(linger, "linger")?;
-        let mut state = lock(&self.state);
-        state.limits = Limits {
-            batch_max_messages,
-            batch_max_bytes,
-            linger,
-            max_buffered_bytes,
-            max_buffered_messages,
-        };
+        let retry_timeout = seconds(retry_timeout, "retry_timeout")?;
+        self.core.update(|state| {
+            state.limits = Limits {
+                batch_max_messages,
+                batch_max_bytes,
+                linger,
+                max_buffered_bytes,
+                max_buffered_messages,
+            };
+            state.retry = RetryPolicy {
+                timeout: retry_timeout,
+                ..RetryPolicy::default()
+            };
+        });
         Ok(())
     }
 
@@ -99,45 +129,49 @@ impl PyProducerCore {
             .map(|timeout| seconds(timeout.max(0.0), "timeout"))
             .transpose()?
             .map(|timeout| Instant::now() + timeout);
-        lock(&self.state).flushing += 1;
-        self.notify();
+        self.core.update(|state| state.flushing += 1);
         let result = self.wait_until(py, deadline, |state| state.pending == 0);
-        lock(&self.state).flushing -= 1;
+        self.core.lock().flushing -= 1;
         result
     }
 
     /// Whether `close` began.
     #[getter]
     fn closed(&self) -> bool {
-        lock(&self.state).closed
+        self.core.lock().closed
     }
 
     /// Messages sent whose result is not known yet.
     #[getter]
     fn pending(&self) -> usize {
-        lock(&self.state).pending
+        self.core.lock().pending
     }
 
     /// Make every queued batch due at once, and retries fail rather than wait.
     fn _close(&self) {
-        lock(&self.state).closed = true;
-        self.notify();
+        self.core.update(|state| state.closed = true);
     }
 
     /// Send batches at once while a caller waits for one (`send_sync`).
     fn _begin_flush(&self) {
-        lock(&self.state).flushing += 1;
-        self.notify();
+        self.core.update(|state| state.flushing += 1);
     }
 
     fn _end_flush(&self) {
-        lock(&self.state).flushing -= 1;
+        self.core.lock().flushing -= 1;
     }
 
-    /// Remember a topic's queue count (after a route lookup).
-    fn _set_queue_count(&self, topic: &str, count: usize) {
-        lock(&self.state)
-            .queue_counts
-            .insert(topic.to_owned(), count);
+    /// The `rmq.v1.SendRequest` that the open (last) batch of a queue would send, or
+    /// None when the queue has no batch waiting: what the producer encoded, to check it.
+    fn _open_batch<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &str,
+        queue_id: i32,
+    ) -> Option<Bound<'py, PyBytes>> {
+        let messages = self.core.open_batch(&(topic.to_owned(), queue_id))?;
+        let mut request = request_head(topic, queue_id);
+        request.extend_from_slice(&messages);
+        Some(PyBytes::new(py, &request))
     }
 }

@@ -1,0 +1,332 @@
+//! The producer's books: the batches waiting per queue, the queues in flight, the retries,
+//! the batches waiting for a route, and the byte and message counts the limits bound,
+//! behind one mutex whose condition variable wakes whoever waits on a change (the sender
+//! thread, the owner's route thread, a flush, a send held back by the buffer limits).
+//! Every rule of when a batch leaves, is retried or waits for a route is here.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::batch::{Batch, QueueKey};
+pub use super::limits::{Limits, RetryPolicy};
+use super::routes::Routes;
+
+pub struct State<O> {
+    pub limits: Limits,
+    pub retry: RetryPolicy,
+    pub routes: Routes,
+    /// Batches not yet sent, oldest first, per queue.
+    pub(super) waiting: HashMap<QueueKey, VecDeque<Batch<O>>>,
+    /// Queues with a batch in flight (at most one each, so a queue keeps its order).
+    pub(super) inflight: HashSet<QueueKey>,
+    /// Batches to send again, and when.
+    pub(super) retries: HashMap<QueueKey, (Batch<O>, Instant)>,
+    /// Batches waiting for their topic's route, and the topics to look up.
+    pub(super) unrouted: Vec<Batch<O>>,
+    pub(super) wanted: BTreeSet<String>,
+    pub buffered: usize,
+    pub pending: usize,
+    pub flushing: usize,
+    pub closed: bool,
+    /// The sender is stopping: its thread and the route thread end now.
+    pub(super) stopping: bool,
+}
+
+impl<O> State<O> {
+    /// Whether one more message of `size` must wait for answers to come back first.
+    pub fn must_wait(&self, size: usize) -> bool {
+        self.pending > 0
+            && (self.buffered + size > self.limits.max_buffered_bytes
+                || self.pending >= self.limits.max_buffered_messages)
+    }
+
+    /// Whether a queue's first waiting batch should leave now, if nothing is in flight.
+    fn ready(&self, batches: &VecDeque<Batch<O>>, now: Instant) -> bool {
+        let Some(batch) = batches.front() else {
+            return false;
+        };
+        self.flushing > 0
+            || self.closed
+            || batches.len() > 1
+            || self.limits.full(batch, 0)
+            || now.duration_since(batch.created) >= self.limits.linger
+    }
+
+    /// Take a queue's first waiting batch to send it.
+    fn take_next(&mut self, key: &QueueKey) -> Option<Batch<O>> {
+        let batches = self.waiting.get_mut(key)?;
+        let batch = batches.pop_front()?;
+        if batches.is_empty() {
+            self.waiting.remove(key);
+        }
+        self.inflight.insert(key.clone());
+        Some(batch)
+    }
+
+    /// Batches to send now, and when to look again (None: when something changes).
+    fn due(&mut self, now: Instant) -> (Vec<Batch<O>>, Option<Instant>) {
+        let mut due = Vec::new();
+        let mut wake: Option<Instant> = None;
+        let closed = self.closed;
+        let retry_keys: Vec<QueueKey> = self
+            .retries
+            .iter()
+            .filter_map(|(key, (_, at))| {
+                if now >= *at || closed {
+                    Some(key.clone())
+                } else {
+                    wake = Some(wake.map_or(*at, |wake| wake.min(*at)));
+                    None
+                }
+            })
+            .collect();
+        for key in retry_keys {
+            due.extend(self.retries.remove(&key).map(|(batch, _)| batch));
+        }
+        let mut ready_keys = Vec::new();
+        for (key, batches) in &self.waiting {
+            if self.inflight.contains(key) {
+                continue;
+            }
+            if self.ready(batches, now) {
+                ready_keys.push(key.clone());
+            } else if let Some(batch) = batches.front() {
+                let at = batch.created + self.limits.linger;
+                wake = Some(wake.map_or(at, |wake| wake.min(at)));
+            }
+        }
+        for key in ready_keys {
+            due.extend(self.take_next(&key));
+        }
+        (due, wake)
+    }
+
+    pub fn idle(&self) -> bool {
+        self.waiting.is_empty()
+            && self.inflight.is_empty()
+            && self.retries.is_empty()
+            && self.unrouted.is_empty()
+    }
+}
+
+/// What `Core::push` did with a message.
+pub struct Pushed<O> {
+    /// The outcome handle of the message's batch, and the message's place in it.
+    pub outcome: O,
+    pub index: usize,
+    /// The batch this message filled, taken to be sent now.
+    pub ready: Option<Batch<O>>,
+}
+
+/// The books and their condition variable, shared by every thread of one producer.
+pub struct Core<O> {
+    state: Mutex<State<O>>,
+    changed: Condvar,
+}
+
+impl<O: Clone> Default for Core<O> {
+    fn default() -> Self {
+        Core {
+            state: Mutex::new(State {
+                limits: Limits::default(),
+                retry: RetryPolicy::default(),
+                routes: Routes::default(),
+                waiting: HashMap::new(),
+                inflight: HashSet::new(),
+                retries: HashMap::new(),
+                unrouted: Vec::new(),
+                wanted: BTreeSet::new(),
+                buffered: 0,
+                pending: 0,
+                flushing: 0,
+                closed: false,
+                stopping: false,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+impl<O: Clone> Core<O> {
+    pub fn lock(&self) -> MutexGuard<'_, State<O>> {
+        // Every update finishes before anything that could panic, so a poisoned lock
+        // holds whole state.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn notify(&self) {
+        self.changed.notify_all();
+    }
+
+    /// Change the books, then wake whoever waits on them.
+    pub fn update<T>(&self, change: impl FnOnce(&mut State<O>) -> T) -> T {
+        let result = change(&mut self.lock());
+        self.notify();
+        result
+    }
+
+    /// Wait until `done(state)` holds (true) or `until` passes (false).
+    pub fn wait_until(&self, until: Instant, done: impl Fn(&State<O>) -> bool) -> bool {
+        let mut state = self.lock();
+        loop {
+            if done(&state) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return false;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, until - now)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+        }
+    }
+
+    /// Put one encoded message (`size` counted against the limits) into its queue's open
+    /// batch, opening one with `new_outcome` when there is none with room.
+    pub fn push(
+        &self,
+        key: &QueueKey,
+        encoded: &[u8],
+        size: usize,
+        new_outcome: impl FnOnce() -> O,
+    ) -> Pushed<O> {
+        let mut guard = self.lock();
+        let limits = guard.limits;
+        let state = &mut *guard;
+        let batches = state.waiting.entry(key.clone()).or_default();
+        if !batches
+            .back()
+            .is_some_and(|batch| !limits.full(batch, size))
+        {
+            batches.push_back(Batch::new(key, new_outcome()));
+            // The sender thread schedules its linger.
+            self.notify();
+        }
+        let batch = batches.back_mut().expect("a batch was just opened");
+        batch.messages.extend_from_slice(encoded);
+        let index = batch.count;
+        batch.count += 1;
+        batch.bytes += size;
+        let outcome = batch.outcome.clone();
+        let now_full =
+            batch.count >= limits.batch_max_messages || batch.bytes > limits.batch_max_bytes;
+        let alone = batches.len() == 1;
+        state.buffered += size;
+        state.pending += 1;
+        let mut ready = None;
+        if now_full {
+            if alone && !state.inflight.contains(key) {
+                // Sent by the caller rather than handed to the sender thread: a hand-off
+                // between threads costs more than the send.
+                ready = state.take_next(key);
+            } else {
+                self.notify();
+            }
+        }
+        Pushed {
+            outcome,
+            index,
+            ready,
+        }
+    }
+
+    /// The encoded messages of the queue's open (last waiting) batch, if it has one.
+    pub fn open_batch(&self, key: &QueueKey) -> Option<Vec<u8>> {
+        let state = self.lock();
+        Some(state.waiting.get(key)?.back()?.messages.clone())
+    }
+
+    /// The shard stored the batch of queue `key`: free the queue and, with `take_next`,
+    /// take its next batch if it is ready to be sent now.
+    pub fn release(&self, key: &QueueKey, take_next: bool) -> Option<Batch<O>> {
+        self.update(|state| {
+            state.inflight.remove(key);
+            let now = Instant::now();
+            let next_ready = take_next
+                && !state.retries.contains_key(key)
+                && state.waiting.get(key).is_some_and(|batches| {
+                    batches.front().is_some_and(|next| !next.refresh_route)
+                        && state.ready(batches, now)
+                });
+            next_ready.then(|| state.take_next(key)).flatten()
+        })
+    }
+
+    /// The batch's outcome was delivered: take it off the books, freeing its queue
+    /// unless `release` already did. The batch is dropped after the lock.
+    pub fn finished(&self, batch: Batch<O>) {
+        self.update(|state| {
+            if !batch.released {
+                state.inflight.remove(&batch.key());
+            }
+            state.buffered -= batch.bytes;
+            state.pending -= batch.count;
+        });
+        drop(batch);
+    }
+
+    /// Send the batch again after the retry delay, with a fresh route; or give it back
+    /// when its retry time is over or the producer is closing.
+    pub fn retry_later(&self, mut batch: Batch<O>) -> Result<(), Batch<O>> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        if state.closed || batch.mark_sent(now) >= state.retry.timeout {
+            return Err(batch);
+        }
+        batch.refresh_route = true;
+        batch.route_fresh = false;
+        let at = now + state.retry.delay;
+        state.retries.insert(batch.key(), (batch, at));
+        drop(state);
+        self.notify();
+        Ok(())
+    }
+
+    /// For the sender thread: the batches due now, waiting until some are; None once the
+    /// producer is stopping, or closed with nothing left.
+    pub(super) fn due(&self) -> Option<Vec<Batch<O>>> {
+        /// The shortest sleep while a batch lingers, and the longest between looks.
+        const MIN_WAKE: Duration = Duration::from_micros(500);
+        const MAX_WAKE: Duration = Duration::from_millis(100);
+        let mut state = self.lock();
+        loop {
+            if state.stopping {
+                return None;
+            }
+            let now = Instant::now();
+            let (due, wake) = state.due(now);
+            if !due.is_empty() {
+                return Some(due);
+            }
+            if state.closed && state.idle() {
+                return None;
+            }
+            let sleep = wake.map_or(MAX_WAKE, |wake| {
+                wake.saturating_duration_since(now).max(MIN_WAKE)
+            });
+            state = self
+                .changed
+                .wait_timeout(state, sleep)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+        }
+    }
+
+    /// Stop: every batch not yet sent, taken off the queues (the caller fails them).
+    pub(super) fn stop(&self) -> Vec<Batch<O>> {
+        self.update(|state| {
+            state.stopping = true;
+            let mut left: Vec<Batch<O>> = state.waiting.drain().flat_map(|(_, b)| b).collect();
+            left.extend(state.retries.drain().map(|(_, (batch, _))| batch));
+            left.append(&mut state.unrouted);
+            state.wanted.clear();
+            left
+        })
+    }
+}

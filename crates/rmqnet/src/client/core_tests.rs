@@ -1,0 +1,126 @@
+//! The books' rules with no network: when a batch leaves, where it goes, when it waits
+//! for a route, when a refusal is retried or given back.
+
+use std::time::Duration;
+
+use super::books::{Core, Limits};
+use super::outcome::SendOutcome;
+
+fn core(batch_max_messages: usize) -> Core<u32> {
+    let core = Core::default();
+    core.lock().limits = Limits {
+        batch_max_messages,
+        linger: Duration::from_secs(3600),
+        ..Limits::default()
+    };
+    core
+}
+
+fn key(queue_id: i32) -> (String, i32) {
+    ("t".to_owned(), queue_id)
+}
+
+#[test]
+fn a_full_batch_leaves_at_once_and_the_next_waits_for_its_queue() {
+    let core = core(2);
+    let first = core.push(&key(0), b"a", 10, || 1);
+    assert!(first.ready.is_none() && first.index == 0);
+    let second = core.push(&key(0), b"b", 10, || 2);
+    let sent = second.ready.expect("the batch is full");
+    assert_eq!(
+        (sent.count, sent.messages.as_slice(), sent.outcome),
+        (2, &b"ab"[..], 1)
+    );
+    // The queue has a batch in flight: the next full batch is not taken.
+    core.push(&key(0), b"c", 10, || 3);
+    assert!(core.push(&key(0), b"d", 10, || 3).ready.is_none());
+    assert_eq!(core.lock().pending, 4);
+    let next = core
+        .release(&key(0), true)
+        .expect("the next batch is ready");
+    assert_eq!(next.messages, b"cd");
+    core.finished(sent);
+    assert_eq!(core.lock().pending, 2);
+}
+
+#[test]
+fn batches_wait_for_a_route_then_go_to_its_endpoints() {
+    let core = core(1);
+    let zero = core.push(&key(0), b"a", 1, || 0).ready.expect("full");
+    let one = core.push(&key(1), b"b", 1, || 1).ready.expect("full");
+    let (groups, failed) = core.route(vec![zero, one]);
+    assert!(groups.is_empty() && failed.is_empty());
+    let wanted = core.wanted_routes(std::time::Instant::now());
+    assert_eq!(wanted, Some(vec!["t".to_owned()]));
+    core.set_route("t", vec!["a:1".into(), "b:2".into()]);
+    let due = core.due().expect("the batches are due again");
+    let (groups, failed) = core.route(due);
+    assert!(failed.is_empty());
+    let mut endpoints: Vec<_> = groups.iter().map(|(e, b)| (e.as_str(), b.len())).collect();
+    endpoints.sort();
+    assert_eq!(endpoints, [("a:1", 1), ("b:2", 1)]);
+}
+
+#[test]
+fn a_queue_missing_from_a_fresh_route_fails() {
+    let core = core(1);
+    let batch = core.push(&key(5), b"a", 1, || 0).ready.expect("full");
+    assert!(core.route(vec![batch]).0.is_empty());
+    core.set_route("t", vec!["a:1".into()]);
+    let (groups, failed) = core.route(core.due().expect("due"));
+    assert!(groups.is_empty());
+    let outcome = &failed[0].outcome;
+    assert_eq!(
+        *outcome,
+        SendOutcome::NoSuchQueue {
+            queue_id: 5,
+            queues: 1
+        }
+    );
+}
+
+#[test]
+fn a_refused_batch_is_retried_with_a_fresh_route_until_closing() {
+    let core = core(1);
+    core.set_route("t", vec!["a:1".into()]);
+    let batch = core.push(&key(0), b"a", 1, || 0).ready.expect("full");
+    let (mut groups, _) = core.route(vec![batch]);
+    let batch = groups.remove(0).1.remove(0);
+    assert!(core.retry_later(batch).is_ok());
+    core.lock().closed = true; // a retry is due at once while closing
+    let (groups, _) = core.route(core.due().expect("due"));
+    assert!(
+        groups.is_empty(),
+        "a retried batch looks its route up again"
+    );
+    core.set_route("t", vec!["a:1".into()]);
+    let (mut groups, _) = core.route(core.due().expect("due"));
+    let batch = groups.remove(0).1.remove(0);
+    assert!(
+        core.retry_later(batch).is_err(),
+        "closing: given back, not retried"
+    );
+}
+
+#[test]
+fn a_batch_refused_after_a_fresh_route_waits_for_another() {
+    // The TLS test found this: a batch that learnt its route, then was refused again,
+    // must look the route up again rather than fail as a missing queue.
+    let core = core(1);
+    let batch = core.push(&key(0), b"a", 1, || 0).ready.expect("full");
+    assert!(core.route(vec![batch]).0.is_empty());
+    core.set_route("t", vec!["a:1".into()]);
+    let (mut groups, _) = core.route(core.due().expect("due"));
+    let batch = groups.remove(0).1.remove(0);
+    assert!(core.retry_later(batch).is_ok());
+    core.lock().closed = true; // the retry is due at once
+    let (groups, failed) = core.route(core.due().expect("due"));
+    assert!(
+        groups.is_empty() && failed.is_empty(),
+        "parked for a fresh route"
+    );
+    assert_eq!(
+        core.wanted_routes(std::time::Instant::now()),
+        Some(vec!["t".into()])
+    );
+}

@@ -1,0 +1,119 @@
+//! The producer's side of `SendRequest` and `SendBatchesRequest`: each message is encoded
+//! into its batch's `messages` fields as it is sent (`put_message`), and a batch leaves as
+//! those bytes behind its head, instead of building a prost `Message` per message and
+//! serializing it again (measured in Python: 2.3 µs per 100-byte message to build one,
+//! 0.5 µs to serialize it; a prost struct would still copy every string once more). Field
+//! numbers come from `rmqproto`, generated from `proto/`; `codec_agreement` in the
+//! binding checks that prost reads back what this writes.
+
+use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
+use rmqproto::fields::send_batches_request::BATCHES;
+use rmqproto::fields::{message, send_request as request};
+use rmqproto::wire::{
+    field_length, put_bytes_field, put_int_field, put_tag, put_varint, WIRE_LENGTH_DELIMITED,
+};
+
+/// Put a length-delimited field even when it is empty: `tags` is optional (present when
+/// set) and repeated strings keep their empty members.
+fn put_present(out: &mut Vec<u8>, field: u32, value: &[u8]) {
+    put_tag(out, field, WIRE_LENGTH_DELIMITED);
+    put_varint(out, value.len() as u64);
+    out.extend_from_slice(value);
+}
+
+/// Append one `messages` field (tag, length, message) to `out`.
+pub fn put_message(
+    out: &mut Vec<u8>,
+    body: &[u8],
+    tags: Option<&str>,
+    keys: &[&str],
+    properties: &[(String, String)],
+) {
+    let entry_length = |name: &str, value: &str| {
+        field_length(MAP_KEY, name.len()) + field_length(MAP_VALUE, value.len())
+    };
+    let length = if body.is_empty() {
+        0
+    } else {
+        field_length(message::BODY, body.len())
+    } + tags.map_or(0, |tags| field_length(message::TAGS, tags.len()))
+        + keys
+            .iter()
+            .map(|key| field_length(message::KEYS, key.len()))
+            .sum::<usize>()
+        + properties
+            .iter()
+            .map(|(name, value)| field_length(message::PROPERTIES, entry_length(name, value)))
+            .sum::<usize>();
+    out.reserve(field_length(request::MESSAGES, length));
+    put_tag(out, request::MESSAGES, WIRE_LENGTH_DELIMITED);
+    put_varint(out, length as u64);
+    put_bytes_field(out, message::BODY, body);
+    if let Some(tags) = tags {
+        put_present(out, message::TAGS, tags.as_bytes());
+    }
+    for key in keys {
+        put_present(out, message::KEYS, key.as_bytes());
+    }
+    for (name, value) in properties {
+        put_tag(out, message::PROPERTIES, WIRE_LENGTH_DELIMITED);
+        put_varint(out, entry_length(name, value) as u64);
+        put_present(out, MAP_KEY, name.as_bytes());
+        put_present(out, MAP_VALUE, value.as_bytes());
+    }
+}
+
+/// The fields of a `SendRequest` before its messages.
+pub fn request_head(topic: &str, queue_id: i32) -> Vec<u8> {
+    let mut head = Vec::with_capacity(field_length(request::TOPIC, topic.len()) + 11);
+    put_bytes_field(&mut head, request::TOPIC, topic.as_bytes());
+    put_int_field(&mut head, request::QUEUE_ID, i64::from(queue_id));
+    head
+}
+
+/// A `SendBatchesRequest` from each batch's topic, queue and encoded `messages` fields.
+pub fn batches_request<'a>(parts: impl IntoIterator<Item = (&'a str, i32, &'a [u8])>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (topic, queue_id, messages) in parts {
+        let head = request_head(topic, queue_id);
+        let length = head.len() + messages.len();
+        out.reserve(field_length(BATCHES, length));
+        put_tag(&mut out, BATCHES, WIRE_LENGTH_DELIMITED);
+        put_varint(&mut out, length as u64);
+        out.extend_from_slice(&head);
+        out.extend_from_slice(messages);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message as _;
+    use rmqproto::v1;
+
+    #[test]
+    fn prost_reads_back_the_batches() {
+        let mut first = Vec::new();
+        put_message(&mut first, b"hello", Some(""), &["k1", ""], &[]);
+        put_message(
+            &mut first,
+            b"",
+            None,
+            &[],
+            &[("a".to_owned(), "1".to_owned())],
+        );
+        let raw = batches_request([("t", 3, first.as_slice()), ("u", 0, &b""[..])]);
+        let decoded = v1::SendBatchesRequest::decode(raw.as_slice()).expect("valid protobuf");
+        assert_eq!(decoded.batches.len(), 2);
+        let one = &decoded.batches[0];
+        assert_eq!((one.topic.as_str(), one.queue_id), ("t", 3));
+        assert_eq!(one.messages[0].body.as_ref(), b"hello");
+        assert_eq!(one.messages[0].tags.as_deref(), Some(""));
+        assert_eq!(one.messages[0].keys, ["k1", ""]);
+        assert_eq!(one.messages[1].properties["a"], "1");
+        assert!(one.messages[1].tags.is_none());
+        assert_eq!(decoded.batches[1].topic, "u");
+        assert!(decoded.batches[1].messages.is_empty());
+    }
+}
