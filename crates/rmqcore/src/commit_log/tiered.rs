@@ -25,6 +25,8 @@ pub trait RemoteSegments: Send + Sync + std::fmt::Debug {
     fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes>;
     /// The whole segment, checked against what was stored.
     fn read_whole(&self, start_offset: u64) -> Result<Bytes>;
+    /// Records a reader will read soon, as (offset, size): a hint to fetch them ahead.
+    fn prefetch(&self, records: &[(u64, u32)]);
 }
 
 /// A whole segment's bytes for a scan: mapped, or fetched from the tier.
@@ -58,6 +60,25 @@ impl CommitLog {
     /// Whether evicted segments are read from a tier.
     pub fn has_tier(&self) -> bool {
         self.remote.get().is_some()
+    }
+
+    /// With a tier: the offset below which only the tier has records (the first local
+    /// segment's start).
+    pub fn remote_below(&self) -> Option<u64> {
+        self.remote.get()?;
+        Some(
+            self.segments
+                .first()
+                .map_or(u64::MAX, |first| first.start_offset()),
+        )
+    }
+
+    /// Records a reader will read soon, as (offset, size): the tier fetches those it
+    /// holds ahead of the reads.
+    pub fn prefetch_remote(&self, records: &[(u64, u32)]) {
+        if let Some(remote) = self.remote.get() {
+            remote.prefetch(records);
+        }
     }
 
     pub(super) fn remote_min_offset(&self) -> Option<u64> {
