@@ -12,6 +12,9 @@ use crate::error::{Error, Result};
 use crate::files::segment::Segment;
 use crate::record::{decode_record, Decoded};
 
+/// Bytes read at a record's position before its length is known.
+const FIRST_READ: usize = 4096;
+
 /// Segments whose local copy is gone, kept elsewhere (the store's tier implements it):
 /// what the commit log needs to read them.
 pub trait RemoteSegments: Send + Sync + std::fmt::Debug {
@@ -109,15 +112,21 @@ impl CommitLog {
         let object = remote.object_name(start_offset);
         let position = offset - start_offset;
         let corrupt = |reason: String| Error::corrupt(&object, position, reason);
-        let header = remote.read(start_offset, position, 4)?;
-        if header.len() < 4 {
+        // Most records are shorter than this: one read (one GET when not cached) gets the
+        // length and the record, even when the record crosses into the next block.
+        let first = remote.read(start_offset, position, FIRST_READ)?;
+        if first.len() < 4 {
             return Err(corrupt("no record starts here".into()));
         }
-        let length = read_i32(&header, 0);
+        let length = read_i32(&first, 0);
         if length <= 0 || length as usize > self.max_record_length() {
             return Err(corrupt(format!("no record starts here (length {length})")));
         }
-        let bytes = remote.read(start_offset, position, length as usize)?;
+        let bytes = if length as usize <= first.len() {
+            first.slice(..length as usize)
+        } else {
+            remote.read(start_offset, position, length as usize)?
+        };
         match decode_record(&bytes, check_crc) {
             Ok(Decoded::Record(view)) if view.physical_offset == offset as i64 => {}
             Ok(Decoded::Record(view)) => {

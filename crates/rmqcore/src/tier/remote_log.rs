@@ -23,6 +23,8 @@ pub struct RemoteLog {
     pub(super) state: RwLock<TierState>,
     pub(super) cache: SharedCache,
     pub(super) reads: Arc<ReadCounters>,
+    /// Index files' slot tables (`remote_index.rs`), a quarter of the read cache's bytes.
+    pub(super) slot_tables: Mutex<super::remote_index::SlotTables>,
 }
 
 /// What reads of evicted segments cost: requests to the bucket and what they fetched.
@@ -69,6 +71,7 @@ impl RemoteLog {
             state: RwLock::new(state),
             cache: Arc::new((Mutex::new(BlockCache::new(cache_bytes)), Condvar::new())),
             reads: Arc::new(ReadCounters::default()),
+            slot_tables: Mutex::new(super::remote_index::SlotTables::new(cache_bytes / 4)),
         }
     }
 
