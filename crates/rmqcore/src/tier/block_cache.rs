@@ -155,28 +155,34 @@ pub fn runs(blocks: &[u64]) -> Vec<std::ops::RangeInclusive<u64>> {
     runs
 }
 
-/// Blocks a dense run is widened to, at both ends: readers of different queues
+/// Blocks a run made by filling gaps is widened to, at both ends: readers of queues
 /// interleaved in the same span of the log each ask for it shifted a little; widened to
 /// the same boundaries, the second asks for blocks already on their way instead of
 /// making a small GET of the few its span adds.
 pub const DENSE_ALIGN_BLOCKS: u64 = 32;
 
 /// `blocks` (ascending) with each gap of at most `FILL_GAP_BLOCKS` between two of them
-/// filled in, and each run so made at least `FILL_GAP_BLOCKS` long widened to
-/// `DENSE_ALIGN_BLOCKS` boundaries (the caller drops blocks past the object's end).
+/// filled in, and each run so made that is at least `FILL_GAP_BLOCKS` long and had a gap
+/// filled widened to `DENSE_ALIGN_BLOCKS` boundaries (the caller drops blocks past the
+/// object's end). A run with no gap is one queue's records in a row: widening it would
+/// only fetch other queues' records.
 pub fn fill_gaps(blocks: &[u64]) -> Vec<u64> {
-    let mut spans: Vec<(u64, u64)> = Vec::new();
+    // (first, last, whether a gap was filled)
+    let mut spans: Vec<(u64, u64, bool)> = Vec::new();
     for &index in blocks {
         match spans.last_mut() {
-            Some((_, last)) if index <= *last => {}
-            Some((_, last)) if index - *last - 1 <= FILL_GAP_BLOCKS => *last = index,
-            _ => spans.push((index, index)),
+            Some((_, last, _)) if index <= *last => {}
+            Some((_, last, gapped)) if index - *last - 1 <= FILL_GAP_BLOCKS => {
+                *gapped |= index > *last + 1;
+                *last = index;
+            }
+            _ => spans.push((index, index, false)),
         }
     }
     let mut filled = Vec::new();
     let mut free_from = 0;
-    for (first, last) in spans {
-        let (first, last) = if last - first + 1 >= FILL_GAP_BLOCKS {
+    for (first, last, gapped) in spans {
+        let (first, last) = if gapped && last - first + 1 >= FILL_GAP_BLOCKS {
             let aligned_end = (last / DENSE_ALIGN_BLOCKS + 1) * DENSE_ALIGN_BLOCKS - 1;
             (
                 (first / DENSE_ALIGN_BLOCKS * DENSE_ALIGN_BLOCKS).max(free_from),
@@ -236,6 +242,8 @@ mod tests {
         assert_eq!(fill_gaps(&[1, 3, far]), vec![1, 2, 3, far]);
         let dense: Vec<u64> = (40..60).step_by(2).collect();
         assert_eq!(fill_gaps(&dense), (32..64).collect::<Vec<_>>(), "widened");
+        let solid: Vec<u64> = (40..70).collect();
+        assert_eq!(fill_gaps(&solid), solid, "one queue's records in a row");
         assert_eq!(
             fill_gaps(&[0, FILL_GAP_BLOCKS + 1]),
             (0..DENSE_ALIGN_BLOCKS).collect::<Vec<_>>()
