@@ -586,8 +586,9 @@ def build(ctx: Context) -> Benchmark:
             )
         bench.systems[0].note = (
             f"the tiered copy: {info['evicted_segments']:.0f} of {info['segments']:.0f} "
-            "segments only in the bucket (every one but the one being written; read in 2 MiB "
-            f"ranged GETs through a 64 MiB block cache); {index}; upload: the background "
+            "segments only in the bucket (every one but the one being written; read through a "
+            "64 MiB cache of 64 KiB blocks, in ranged GETs of runs of blocks, a pull's next "
+            f"records fetched ahead from its queue's entries); {index}; upload: the background "
             "uploader's MB/s is the figure, upload_to_tier() called right after opening is "
             "shown beside it"
         )

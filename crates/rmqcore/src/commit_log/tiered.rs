@@ -12,6 +12,9 @@ use crate::error::{Error, Result};
 use crate::files::segment::Segment;
 use crate::record::{decode_record, Decoded};
 
+/// Bytes read at a record's position before its length is known.
+const FIRST_READ: usize = 4096;
+
 /// Segments whose local copy is gone, kept elsewhere (the store's tier implements it):
 /// what the commit log needs to read them.
 pub trait RemoteSegments: Send + Sync + std::fmt::Debug {
@@ -25,6 +28,8 @@ pub trait RemoteSegments: Send + Sync + std::fmt::Debug {
     fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes>;
     /// The whole segment, checked against what was stored.
     fn read_whole(&self, start_offset: u64) -> Result<Bytes>;
+    /// Records a reader will read soon, as (offset, size): a hint to fetch them ahead.
+    fn prefetch(&self, records: &[(u64, u32)]);
 }
 
 /// A whole segment's bytes for a scan: mapped, or fetched from the tier.
@@ -60,6 +65,25 @@ impl CommitLog {
         self.remote.get().is_some()
     }
 
+    /// With a tier: the offset below which only the tier has records (the first local
+    /// segment's start).
+    pub fn remote_below(&self) -> Option<u64> {
+        self.remote.get()?;
+        Some(
+            self.segments
+                .first()
+                .map_or(u64::MAX, |first| first.start_offset()),
+        )
+    }
+
+    /// Records a reader will read soon, as (offset, size): the tier fetches those it
+    /// holds ahead of the reads.
+    pub fn prefetch_remote(&self, records: &[(u64, u32)]) {
+        if let Some(remote) = self.remote.get() {
+            remote.prefetch(records);
+        }
+    }
+
     pub(super) fn remote_min_offset(&self) -> Option<u64> {
         self.remote.get().and_then(|remote| remote.min_offset())
     }
@@ -88,15 +112,21 @@ impl CommitLog {
         let object = remote.object_name(start_offset);
         let position = offset - start_offset;
         let corrupt = |reason: String| Error::corrupt(&object, position, reason);
-        let header = remote.read(start_offset, position, 4)?;
-        if header.len() < 4 {
+        // Most records are shorter than this: one read (one GET when not cached) gets the
+        // length and the record, even when the record crosses into the next block.
+        let first = remote.read(start_offset, position, FIRST_READ)?;
+        if first.len() < 4 {
             return Err(corrupt("no record starts here".into()));
         }
-        let length = read_i32(&header, 0);
+        let length = read_i32(&first, 0);
         if length <= 0 || length as usize > self.max_record_length() {
             return Err(corrupt(format!("no record starts here (length {length})")));
         }
-        let bytes = remote.read(start_offset, position, length as usize)?;
+        let bytes = if length as usize <= first.len() {
+            first.slice(..length as usize)
+        } else {
+            remote.read(start_offset, position, length as usize)?
+        };
         match decode_record(&bytes, check_crc) {
             Ok(Decoded::Record(view)) if view.physical_offset == offset as i64 => {}
             Ok(Decoded::Record(view)) => {

@@ -30,6 +30,7 @@ mod background;
 mod maintenance;
 mod metrics;
 mod read;
+mod read_ahead;
 mod tiering;
 mod write;
 
@@ -69,6 +70,8 @@ struct StoreInner {
     background_stop: (Mutex<bool>, Condvar),
     /// Uploads sealed segments to the store's tier, if it has one.
     tier: Option<Arc<Uploader>>,
+    /// Pulls of evicted records tell the tier what they will read next.
+    read_ahead: read_ahead::QueueReadAhead,
     metrics: metrics::StoreMetrics,
 }
 
@@ -185,6 +188,7 @@ impl Store {
             retention_lock: Mutex::new(()),
             background_stop: (Mutex::new(false), Condvar::new()),
             tier,
+            read_ahead: read_ahead::QueueReadAhead::default(),
             metrics: metrics::StoreMetrics::default(),
             options,
         });

@@ -149,6 +149,14 @@ impl Store {
             if entry.commitlog_end() > readable_end {
                 break;
             }
+            if next == offset {
+                self.inner.read_ahead.before_pull(
+                    &self.inner.commit_log,
+                    &queue,
+                    offset,
+                    entry.commitlog_offset,
+                );
+            }
             if entry.is_placeholder()
                 || filter.is_some_and(|filter| !filter.matches_code(entry.tags_code))
             {

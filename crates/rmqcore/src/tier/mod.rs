@@ -7,8 +7,10 @@
 //! deleted; only after the upload is recorded) -> expired (deleted from the bucket by
 //! tier retention). `uploader.rs` moves segments along; `remote_log.rs` reads them.
 
+mod block_cache;
 pub mod location;
 pub mod object_client;
+mod ranged_reads;
 pub mod reader;
 mod remote_index;
 pub mod remote_log;

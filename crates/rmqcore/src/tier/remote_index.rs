@@ -1,7 +1,12 @@
 //! Key lookups in index files only the tier holds (format §7.4): the header fields
-//! come from the state, so a lookup reads the key's slot and then its run, nothing more.
+//! come from the state, and a file's slot table, small and never changed once
+//! uploaded, is fetched whole by the first lookup in it and kept (within a byte budget),
+//! so a lookup reads only the key's run: one range read per file, two for the first.
 
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
+
+use bytes::Bytes;
 
 use super::remote_log::RemoteLog;
 use crate::big_endian::{read_i32, read_i64};
@@ -33,7 +38,8 @@ impl crate::index::remote::RemoteIndex for RemoteLog {
             .collect()
     }
 
-    /// Two range reads: the slot (8 bytes), then its run (16 bytes per entry).
+    /// One range read for the run (16 bytes per entry), after one for the slot table
+    /// when it is not kept yet.
     fn remote_run(
         &self,
         name: &str,
@@ -44,16 +50,11 @@ impl crate::index::remote::RemoteIndex for RemoteLog {
         let describe = || PathBuf::from(self.client.location().describe(&object));
         let slot = key_hash.unsigned_abs() % header.slot_count.max(1);
         let slot_at = (HEADER_SIZE + slot as usize * SLOT_SIZE) as u64;
-        let slot_bytes = self.counted_get(&object, slot_at..slot_at + SLOT_SIZE as u64)?;
-        if slot_bytes.len() != SLOT_SIZE {
-            return Err(Error::corrupt(
-                describe(),
-                slot_at,
-                "the object is shorter than uploaded",
-            ));
-        }
-        let start = read_i32(&slot_bytes, 0);
-        let length = read_i32(&slot_bytes, 4);
+        let table = self.slot_table(name, header)?;
+        let at = slot as usize * SLOT_SIZE;
+        let slot_bytes = &table[at..at + SLOT_SIZE];
+        let start = read_i32(slot_bytes, 0);
+        let length = read_i32(slot_bytes, 4);
         if start < 0 || length < 0 || start as u64 + length as u64 > u64::from(header.entry_count) {
             return Err(Error::corrupt(
                 describe(),
@@ -82,5 +83,73 @@ impl crate::index::remote::RemoteIndex for RemoteLog {
                 commitlog_offset: read_i64(entry, 8),
             })
             .collect())
+    }
+}
+
+impl RemoteLog {
+    /// The slot table of index file `name`: kept, or fetched whole and kept.
+    fn slot_table(&self, name: &str, header: &CompactedHeader) -> Result<Bytes> {
+        if let Some(table) = self.slot_tables.lock().expect("slot table lock").get(name) {
+            return Ok(table);
+        }
+        let object = self.client.location().index_file(name);
+        let from = HEADER_SIZE as u64;
+        let to = from + u64::from(header.slot_count.max(1)) * SLOT_SIZE as u64;
+        let table = self.counted_get(&object, from..to)?;
+        if table.len() as u64 != to - from {
+            return Err(Error::corrupt(
+                PathBuf::from(self.client.location().describe(&object)),
+                from,
+                "the object is shorter than uploaded",
+            ));
+        }
+        self.slot_tables
+            .lock()
+            .expect("slot table lock")
+            .insert(name, table.clone());
+        Ok(table)
+    }
+}
+
+/// Slot tables of index files only the tier holds, oldest kept first out past a budget.
+#[derive(Debug)]
+pub struct SlotTables {
+    budget: usize,
+    used: usize,
+    tables: HashMap<String, Bytes>,
+    order: VecDeque<String>,
+}
+
+impl SlotTables {
+    pub fn new(budget: u64) -> Self {
+        SlotTables {
+            budget: usize::try_from(budget).unwrap_or(usize::MAX),
+            used: 0,
+            tables: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<Bytes> {
+        self.tables.get(name).cloned()
+    }
+
+    /// Keep `table`, letting the oldest go while over budget (a table larger than the
+    /// whole budget is not kept: its lookups read their slot each time).
+    fn insert(&mut self, name: &str, table: Bytes) {
+        if table.len() > self.budget || self.tables.contains_key(name) {
+            return;
+        }
+        while self.used + table.len() > self.budget {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(gone) = self.tables.remove(&oldest) {
+                self.used -= gone.len();
+            }
+        }
+        self.used += table.len();
+        self.tables.insert(name.to_string(), table);
+        self.order.push_back(name.to_string());
     }
 }

@@ -1,95 +1,38 @@
-//! Reading commit-log segments whose local copy is gone: ranged GETs of fixed-size blocks,
-//! kept in a bounded cache, so a single message costs one small read and a sequential
-//! consumer one GET per block, never a whole segment.
-//!
-//! Nothing read here is trusted: the commit log decodes every record (CRC included) as it
-//! does from a local segment, and a block shorter than the object's recorded size is an
-//! error naming the object, so a changed or truncated object is reported, never served.
+//! The tier's view of evicted segments: the state (what is uploaded, what is only in the
+//! bucket), the read counters, and whole-object reads for scans. Ranged reads through
+//! the block cache are in `ranged_reads.rs`.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use bytes::Bytes;
 
+use super::block_cache::BlockCache;
 use super::object_client::ObjectClient;
 use super::state::{TierState, TieredSegment};
 use crate::error::{Error, Result};
 
-/// Bytes per ranged GET: large enough that a sequential consumer pays one request per
-/// thousands of small messages, small enough that one old message costs little.
-pub const BLOCK_SIZE: u64 = 2 << 20;
-
-/// Blocks fetched ahead of a sequential reader (one moving on from the block before),
-/// beyond the one it asked for: the bucket answers while the reader decodes. Lookups
-/// of single messages read no more than their block.
-const READ_AHEAD_BLOCKS: u64 = 3;
-
-/// Blocks fetched, least recently used first out, and blocks being fetched.
-#[derive(Debug)]
-struct BlockCache {
-    capacity_blocks: usize,
-    blocks: HashMap<(u64, u64), Bytes>,
-    order: VecDeque<(u64, u64)>,
-    in_flight: HashSet<(u64, u64)>,
-    /// The block each segment's reader asked for last: a reader moving to the next one
-    /// is sequential and gets read-ahead; lookups jumping around do not.
-    last_read: HashMap<u64, u64>,
-}
-
 /// The cache, and the signal that a fetch in flight ended.
-type SharedCache = Arc<(Mutex<BlockCache>, Condvar)>;
-
-impl BlockCache {
-    fn get(&mut self, key: (u64, u64)) -> Option<Bytes> {
-        let block = self.blocks.get(&key)?.clone();
-        if let Some(at) = self.order.iter().position(|k| *k == key) {
-            self.order.remove(at);
-        }
-        self.order.push_back(key);
-        Some(block)
-    }
-
-    fn insert(&mut self, key: (u64, u64), block: Bytes) {
-        while self.blocks.len() >= self.capacity_blocks {
-            let Some(oldest) = self.order.pop_front() else {
-                break;
-            };
-            self.blocks.remove(&oldest);
-        }
-        self.blocks.insert(key, block);
-        self.order.push_back(key);
-    }
-
-    /// Note a read of `key`; true when it is the block after the segment's last one.
-    fn moves_on(&mut self, (segment, index): (u64, u64)) -> bool {
-        let previous = self.last_read.insert(segment, index);
-        index > 0 && previous == Some(index - 1)
-    }
-
-    fn forget_segment(&mut self, start_offset: u64) {
-        self.last_read.remove(&start_offset);
-        self.blocks.retain(|(start, _), _| *start != start_offset);
-        self.order.retain(|(start, _)| *start != start_offset);
-    }
-}
+pub(super) type SharedCache = Arc<(Mutex<BlockCache>, Condvar)>;
 
 #[derive(Debug)]
 pub struct RemoteLog {
     pub(super) client: Arc<ObjectClient>,
     root: PathBuf,
     pub(super) state: RwLock<TierState>,
-    cache: SharedCache,
-    reads: Arc<ReadCounters>,
+    pub(super) cache: SharedCache,
+    pub(super) reads: Arc<ReadCounters>,
+    /// Index files' slot tables (`remote_index.rs`), a quarter of the read cache's bytes.
+    pub(super) slot_tables: Mutex<super::remote_index::SlotTables>,
 }
 
 /// What reads of evicted segments cost: requests to the bucket and what they fetched.
 #[derive(Debug, Default)]
 pub struct ReadCounters {
-    range_reads: AtomicU64,
-    bytes_fetched: AtomicU64,
-    cache_hits: AtomicU64,
+    pub(super) range_reads: AtomicU64,
+    pub(super) bytes_fetched: AtomicU64,
+    pub(super) cache_hits: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -126,17 +69,9 @@ impl RemoteLog {
             client,
             root: root.to_path_buf(),
             state: RwLock::new(state),
-            cache: Arc::new((
-                Mutex::new(BlockCache {
-                    capacity_blocks: (cache_bytes / BLOCK_SIZE).max(2 + READ_AHEAD_BLOCKS) as usize,
-                    blocks: HashMap::new(),
-                    order: VecDeque::new(),
-                    in_flight: HashSet::new(),
-                    last_read: HashMap::new(),
-                }),
-                Condvar::new(),
-            )),
+            cache: Arc::new((Mutex::new(BlockCache::new(cache_bytes)), Condvar::new())),
             reads: Arc::new(ReadCounters::default()),
+            slot_tables: Mutex::new(super::remote_index::SlotTables::new(cache_bytes / 4)),
         }
     }
 
@@ -191,35 +126,6 @@ impl RemoteLog {
         PathBuf::from(location.describe(&location.segment(segment.start_offset)))
     }
 
-    /// `length` bytes at `position` of `segment` (fewer at its end).
-    pub fn read_segment(
-        &self,
-        segment: &TieredSegment,
-        position: u64,
-        length: usize,
-    ) -> Result<Bytes> {
-        let end = (position + length as u64).min(segment.size);
-        if position >= end {
-            return Ok(Bytes::new());
-        }
-        let first = position / BLOCK_SIZE;
-        let last = (end - 1) / BLOCK_SIZE;
-        if first == last {
-            let block = self.block(segment, first)?;
-            let from = (position - first * BLOCK_SIZE) as usize;
-            return Ok(block.slice(from..from + (end - position) as usize));
-        }
-        let mut bytes = Vec::with_capacity((end - position) as usize);
-        for index in first..=last {
-            let block = self.block(segment, index)?;
-            let block_start = index * BLOCK_SIZE;
-            let from = position.max(block_start) - block_start;
-            let to = end.min(block_start + block.len() as u64) - block_start;
-            bytes.extend_from_slice(&block[from as usize..to as usize]);
-        }
-        Ok(Bytes::from(bytes))
-    }
-
     /// The whole object in one GET (not cached), checked against its recorded size and
     /// CRC32: what scans of the whole log read.
     pub fn read_whole_segment(&self, segment: &TieredSegment) -> Result<Bytes> {
@@ -237,101 +143,6 @@ impl RemoteLog {
             ));
         }
         Ok(bytes)
-    }
-
-    fn block(&self, segment: &TieredSegment, index: u64) -> Result<Bytes> {
-        let key = (segment.start_offset, index);
-        let (lock, fetched) = &*self.cache;
-        let sequential;
-        {
-            let mut cache = lock.lock().expect("block cache lock");
-            loop {
-                if let Some(block) = cache.get(key) {
-                    self.reads.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    let sequential = cache.moves_on(key);
-                    drop(cache);
-                    if sequential {
-                        self.read_ahead(segment, index);
-                    }
-                    return Ok(block);
-                }
-                if !cache.in_flight.contains(&key) {
-                    break;
-                }
-                cache = fetched.wait(cache).expect("block cache lock");
-            }
-            sequential = cache.moves_on(key);
-            cache.in_flight.insert(key);
-        }
-        let start = index * BLOCK_SIZE;
-        let end = (start + BLOCK_SIZE).min(segment.size);
-        let object = self.client.location().segment(segment.start_offset);
-        let outcome = self.counted_get(&object, start..end);
-        {
-            let mut cache = lock.lock().expect("block cache lock");
-            cache.in_flight.remove(&key);
-            if let Ok(block) = &outcome {
-                if block.len() as u64 == end - start {
-                    cache.insert(key, block.clone());
-                }
-            }
-            fetched.notify_all();
-        }
-        let block = outcome?;
-        if block.len() as u64 != end - start {
-            return Err(Error::corrupt(
-                self.segment_object_name(segment),
-                start,
-                format!(
-                    "the object is shorter than the {} bytes uploaded (a read of {start}..{end} \
-                     gave {} bytes): it was changed in the bucket",
-                    segment.size,
-                    block.len()
-                ),
-            ));
-        }
-        if sequential {
-            self.read_ahead(segment, index);
-        }
-        Ok(block)
-    }
-
-    /// A sequential reader will want the next blocks: fetch those not cached or in
-    /// flight in the background (a failure just leaves the reader to fetch itself).
-    fn read_ahead(&self, segment: &TieredSegment, index: u64) {
-        let object = self.client.location().segment(segment.start_offset);
-        for ahead in index + 1..=index + READ_AHEAD_BLOCKS {
-            let start = ahead * BLOCK_SIZE;
-            if start >= segment.size {
-                break;
-            }
-            let key = (segment.start_offset, ahead);
-            {
-                let mut cache = self.cache.0.lock().expect("block cache lock");
-                if cache.blocks.contains_key(&key) || !cache.in_flight.insert(key) {
-                    continue;
-                }
-            }
-            let end = (start + BLOCK_SIZE).min(segment.size);
-            let cache = Arc::clone(&self.cache);
-            let reads = Arc::clone(&self.reads);
-            self.client
-                .spawn_get_range(object.clone(), start..end, move |block| {
-                    let (lock, fetched) = &*cache;
-                    let mut cache = lock.lock().expect("block cache lock");
-                    cache.in_flight.remove(&key);
-                    if let Some(block) = block {
-                        reads.range_reads.fetch_add(1, Ordering::Relaxed);
-                        reads
-                            .bytes_fetched
-                            .fetch_add(block.len() as u64, Ordering::Relaxed);
-                        if block.len() as u64 == end - start {
-                            cache.insert(key, block);
-                        }
-                    }
-                    fetched.notify_all();
-                });
-        }
     }
 }
 
@@ -358,6 +169,10 @@ impl crate::commit_log::RemoteSegments for RemoteLog {
     fn read_whole(&self, start_offset: u64) -> Result<Bytes> {
         let segment = self.listed(start_offset)?;
         self.read_whole_segment(&segment)
+    }
+
+    fn prefetch(&self, records: &[(u64, u32)]) {
+        RemoteLog::prefetch(self, records);
     }
 }
 

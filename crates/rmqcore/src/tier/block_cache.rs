@@ -1,0 +1,265 @@
+//! The bounded cache of evicted segments' blocks: fixed-size pieces of the objects,
+//! least recently used out first, and which blocks a GET is fetching right now, so that
+//! two readers wanting the same block wait for one request instead of sending two.
+//!
+//! Blocks are small (64 KiB) so that a reader of one queue, whose records are spread
+//! between other queues' records, fetches little it does not need; a GET still fetches
+//! a run of consecutive blocks at once, so small blocks do not mean small requests.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use bytes::Bytes;
+
+/// Bytes per block: what a lookup of one record fetches, and the grain at which a
+/// consumer's sparse reads are covered.
+pub const BLOCK_SIZE: u64 = 64 << 10;
+
+/// The most blocks one GET fetches (8 MiB): on a loopback S3 server a GET costs about
+/// what 0.7 MB of its body does (measured with versitygw, format §7.3), so requests of a
+/// few MiB leave little of that fixed cost; one slow request still holds little back.
+pub const CHUNK_BLOCKS: u64 = 128;
+
+/// Blocks between two wanted ones that a background fetch takes too, to make one GET of
+/// two: up to 1 MiB, about what a GET's fixed cost is worth in bytes. A consumer of one
+/// queue among a few interleaved ones so fetches the span whole in large GETs; one whose
+/// records are far apart fetches only the blocks covering them.
+pub const FILL_GAP_BLOCKS: u64 = 16;
+
+/// (segment start offset, block index within the segment).
+pub type BlockKey = (u64, u64);
+
+/// A sequential reader is one that has read this many consecutive blocks of a segment:
+/// only then is a whole chunk ahead worth fetching. A consumer of one queue reads a few
+/// consecutive blocks (one batch of that queue) and then jumps; it is served by the
+/// ranges its queue names (`RemoteLog::prefetch`), not by whole chunks.
+const SEQUENTIAL_STREAK: u64 = 8;
+
+#[derive(Debug)]
+pub struct BlockCache {
+    capacity_blocks: usize,
+    /// Each block with the stamp of its last use.
+    blocks: HashMap<BlockKey, (Bytes, u64)>,
+    /// The blocks by last use, oldest first.
+    by_use: BTreeMap<u64, BlockKey>,
+    next_stamp: u64,
+    in_flight: HashSet<BlockKey>,
+    /// Per segment: the block read last and how many consecutive blocks led up to it.
+    streaks: HashMap<u64, (u64, u64)>,
+}
+
+impl BlockCache {
+    pub fn new(capacity_bytes: u64) -> Self {
+        BlockCache {
+            capacity_blocks: (capacity_bytes / BLOCK_SIZE).max(4 * CHUNK_BLOCKS) as usize,
+            blocks: HashMap::new(),
+            by_use: BTreeMap::new(),
+            next_stamp: 0,
+            in_flight: HashSet::new(),
+            streaks: HashMap::new(),
+        }
+    }
+
+    fn stamp(&mut self) -> u64 {
+        self.next_stamp += 1;
+        self.next_stamp
+    }
+
+    /// The block, marked as just used.
+    pub fn get(&mut self, key: BlockKey) -> Option<Bytes> {
+        let stamp = self.stamp();
+        let (block, used) = self.blocks.get_mut(&key)?;
+        self.by_use.remove(used);
+        *used = stamp;
+        let block = block.clone();
+        self.by_use.insert(stamp, key);
+        Some(block)
+    }
+
+    #[cfg(test)]
+    fn contains(&self, key: BlockKey) -> bool {
+        self.blocks.contains_key(&key)
+    }
+
+    /// Whether the block is neither cached nor being fetched.
+    pub fn missing(&self, key: BlockKey) -> bool {
+        !self.blocks.contains_key(&key) && !self.in_flight.contains(&key)
+    }
+
+    pub fn is_in_flight(&self, key: BlockKey) -> bool {
+        self.in_flight.contains(&key)
+    }
+
+    pub fn start_fetch(&mut self, key: BlockKey) {
+        self.in_flight.insert(key);
+    }
+
+    pub fn end_fetch(&mut self, key: BlockKey) {
+        self.in_flight.remove(&key);
+    }
+
+    pub fn insert(&mut self, key: BlockKey, block: Bytes) {
+        if let Some((_, used)) = self.blocks.remove(&key) {
+            self.by_use.remove(&used);
+        }
+        while self.blocks.len() >= self.capacity_blocks {
+            let Some((_, oldest)) = self.by_use.pop_first() else {
+                break;
+            };
+            self.blocks.remove(&oldest);
+        }
+        let stamp = self.stamp();
+        self.blocks.insert(key, (block, stamp));
+        self.by_use.insert(stamp, key);
+    }
+
+    /// Note a read of `key`; true when the segment's reader has just moved on to this
+    /// block after `SEQUENTIAL_STREAK - 1` consecutive ones (further reads of the same
+    /// block answer false: read-ahead is decided once per block).
+    pub fn note_read(&mut self, (segment, index): BlockKey) -> bool {
+        let streak = match self.streaks.get(&segment) {
+            Some(&(last, _)) if last == index => return false,
+            Some(&(last, streak)) if last + 1 == index => streak + 1,
+            _ => 1,
+        };
+        self.streaks.insert(segment, (index, streak));
+        streak >= SEQUENTIAL_STREAK
+    }
+
+    pub fn forget_segment(&mut self, start_offset: u64) {
+        self.streaks.remove(&start_offset);
+        let gone: Vec<(BlockKey, u64)> = self
+            .blocks
+            .iter()
+            .filter(|((start, _), _)| *start == start_offset)
+            .map(|(key, (_, used))| (*key, *used))
+            .collect();
+        for (key, used) in gone {
+            self.blocks.remove(&key);
+            self.by_use.remove(&used);
+        }
+    }
+}
+
+/// Consecutive missing blocks grouped into the runs one GET each fetches: `blocks` in
+/// ascending order, a run broken at a gap and at every chunk boundary.
+pub fn runs(blocks: &[u64]) -> Vec<std::ops::RangeInclusive<u64>> {
+    let mut runs: Vec<std::ops::RangeInclusive<u64>> = Vec::new();
+    for &index in blocks {
+        match runs.last_mut() {
+            Some(run) if *run.end() + 1 == index && index % CHUNK_BLOCKS != 0 => {
+                *run = *run.start()..=index;
+            }
+            _ => runs.push(index..=index),
+        }
+    }
+    runs
+}
+
+/// Blocks a run made by filling gaps is widened to, at both ends: readers of queues
+/// interleaved in the same span of the log each ask for it shifted a little; widened to
+/// the same boundaries, the second asks for blocks already on their way instead of
+/// making a small GET of the few its span adds.
+pub const DENSE_ALIGN_BLOCKS: u64 = 32;
+
+/// `blocks` (ascending) with each gap of at most `FILL_GAP_BLOCKS` between two of them
+/// filled in, and each run so made that is at least `FILL_GAP_BLOCKS` long and had a gap
+/// filled widened to `DENSE_ALIGN_BLOCKS` boundaries (the caller drops blocks past the
+/// object's end). A run with no gap is one queue's records in a row: widening it would
+/// only fetch other queues' records.
+pub fn fill_gaps(blocks: &[u64]) -> Vec<u64> {
+    // (first, last, whether a gap was filled)
+    let mut spans: Vec<(u64, u64, bool)> = Vec::new();
+    for &index in blocks {
+        match spans.last_mut() {
+            Some((_, last, _)) if index <= *last => {}
+            Some((_, last, gapped)) if index - *last - 1 <= FILL_GAP_BLOCKS => {
+                *gapped |= index > *last + 1;
+                *last = index;
+            }
+            _ => spans.push((index, index, false)),
+        }
+    }
+    let mut filled = Vec::new();
+    let mut free_from = 0;
+    for (first, last, gapped) in spans {
+        let (first, last) = if gapped && last - first + 1 >= FILL_GAP_BLOCKS {
+            let aligned_end = (last / DENSE_ALIGN_BLOCKS + 1) * DENSE_ALIGN_BLOCKS - 1;
+            (
+                (first / DENSE_ALIGN_BLOCKS * DENSE_ALIGN_BLOCKS).max(free_from),
+                aligned_end,
+            )
+        } else {
+            (first.max(free_from), last)
+        };
+        if first <= last {
+            filled.extend(first..=last);
+            free_from = last + 1;
+        }
+    }
+    filled
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_recently_used_goes_first() {
+        let mut cache = BlockCache::new(0);
+        let capacity = cache.capacity_blocks as u64;
+        for index in 0..capacity {
+            cache.insert((0, index), Bytes::from_static(b"x"));
+        }
+        assert!(cache.get((0, 0)).is_some());
+        cache.insert((0, capacity), Bytes::from_static(b"y"));
+        assert!(cache.contains((0, 0)), "block 0 was used last but one");
+        assert!(
+            !cache.contains((0, 1)),
+            "block 1 was the least recently used"
+        );
+        assert_eq!(cache.blocks.len(), cache.by_use.len());
+        cache.forget_segment(0);
+        assert!(cache.blocks.is_empty() && cache.by_use.is_empty());
+    }
+
+    #[test]
+    fn runs_break_at_gaps_and_chunks() {
+        let blocks = [1, 2, 3, 5, CHUNK_BLOCKS - 1, CHUNK_BLOCKS, CHUNK_BLOCKS + 1];
+        assert_eq!(
+            runs(&blocks),
+            vec![
+                1..=3,
+                5..=5,
+                CHUNK_BLOCKS - 1..=CHUNK_BLOCKS - 1,
+                CHUNK_BLOCKS..=CHUNK_BLOCKS + 1
+            ]
+        );
+    }
+
+    #[test]
+    fn small_gaps_are_filled_large_ones_kept() {
+        let far = 3 + FILL_GAP_BLOCKS + 2;
+        assert_eq!(fill_gaps(&[1, 3, far]), vec![1, 2, 3, far]);
+        let dense: Vec<u64> = (40..60).step_by(2).collect();
+        assert_eq!(fill_gaps(&dense), (32..64).collect::<Vec<_>>(), "widened");
+        let solid: Vec<u64> = (40..70).collect();
+        assert_eq!(fill_gaps(&solid), solid, "one queue's records in a row");
+        assert_eq!(
+            fill_gaps(&[0, FILL_GAP_BLOCKS + 1]),
+            (0..DENSE_ALIGN_BLOCKS).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_streak_of_blocks_is_sequential() {
+        let mut cache = BlockCache::new(0);
+        for index in 0..SEQUENTIAL_STREAK - 1 {
+            assert!(!cache.note_read((7, index)));
+        }
+        assert!(cache.note_read((7, SEQUENTIAL_STREAK - 1)));
+        assert!(
+            !cache.note_read((7, SEQUENTIAL_STREAK + 3)),
+            "a jump ends it"
+        );
+    }
+}

@@ -1,0 +1,280 @@
+//! Ranged reads of evicted segments through the block cache: a read fetches the missing
+//! blocks it covers in one GET per run of consecutive blocks; a consumer's next records,
+//! named by its queue (`prefetch`), are fetched in the background while it decodes the
+//! current ones; a reader going through a segment block after block gets whole chunks
+//! ahead of it.
+//!
+//! Nothing read here is trusted: the commit log decodes every record (CRC included) as it
+//! does from a local segment, and a GET shorter than the object's recorded size says is
+//! an error naming the object, so a changed or truncated object is reported, never served.
+
+use std::ops::RangeInclusive;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::block_cache::{fill_gaps, runs, BlockKey, BLOCK_SIZE, CHUNK_BLOCKS};
+use super::remote_log::RemoteLog;
+use super::state::TieredSegment;
+use crate::error::{Error, Result};
+
+/// Chunks fetched ahead of a sequential reader, beyond the one it is in.
+const READ_AHEAD_CHUNKS: u64 = 1;
+
+impl RemoteLog {
+    /// `length` bytes at `position` of `segment` (fewer at its end).
+    pub fn read_segment(
+        &self,
+        segment: &TieredSegment,
+        position: u64,
+        length: usize,
+    ) -> Result<Bytes> {
+        let end = (position + length as u64).min(segment.size);
+        if position >= end {
+            return Ok(Bytes::new());
+        }
+        let first = position / BLOCK_SIZE;
+        let last = (end - 1) / BLOCK_SIZE;
+        let blocks = self.blocks(segment, first..=last)?;
+        if let [block] = blocks.as_slice() {
+            let from = (position - first * BLOCK_SIZE) as usize;
+            return Ok(block.slice(from..from + (end - position) as usize));
+        }
+        let mut bytes = Vec::with_capacity((end - position) as usize);
+        for (index, block) in (first..=last).zip(&blocks) {
+            let block_start = index * BLOCK_SIZE;
+            let from = position.max(block_start) - block_start;
+            let to = end.min(block_start + block.len() as u64) - block_start;
+            bytes.extend_from_slice(&block[from as usize..to as usize]);
+        }
+        Ok(Bytes::from(bytes))
+    }
+
+    /// The blocks `wanted` of `segment`: cached ones at once, missing ones fetched here
+    /// (one GET per run), ones another reader is fetching waited for.
+    fn blocks(&self, segment: &TieredSegment, wanted: RangeInclusive<u64>) -> Result<Vec<Bytes>> {
+        let start_offset = segment.start_offset;
+        let first = *wanted.start();
+        let mut found: Vec<Option<Bytes>> = vec![None; wanted.clone().count()];
+        let mut moved_on = false;
+        loop {
+            let mine: Vec<u64>;
+            {
+                let (lock, fetched) = &*self.cache;
+                let mut cache = lock.lock().expect("block cache lock");
+                loop {
+                    for (slot, index) in found.iter_mut().zip(wanted.clone()) {
+                        if slot.is_none() {
+                            *slot = cache.get((start_offset, index));
+                            if slot.is_some() {
+                                self.reads.cache_hits.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                    if found.iter().all(Option::is_some) {
+                        mine = Vec::new();
+                        break;
+                    }
+                    let waiting = wanted.clone().zip(&found).any(|(index, slot)| {
+                        slot.is_none() && cache.is_in_flight((start_offset, index))
+                    });
+                    let missing: Vec<u64> = wanted
+                        .clone()
+                        .zip(&found)
+                        .filter(|(index, slot)| {
+                            slot.is_none() && cache.missing((start_offset, *index))
+                        })
+                        .map(|(index, _)| index)
+                        .collect();
+                    if !missing.is_empty() {
+                        for &index in &missing {
+                            cache.start_fetch((start_offset, index));
+                        }
+                        mine = missing;
+                        break;
+                    }
+                    if waiting {
+                        cache = fetched.wait(cache).expect("block cache lock");
+                    }
+                }
+                if !moved_on {
+                    for index in wanted.clone() {
+                        moved_on |= cache.note_read((start_offset, index));
+                    }
+                }
+            }
+            if mine.is_empty() {
+                break;
+            }
+            let mut failure = None;
+            for run in runs(&mine) {
+                match self.fetch_run(segment, run.clone()) {
+                    Ok(blocks) => {
+                        for (index, block) in run.zip(blocks) {
+                            found[(index - first) as usize] = Some(block);
+                        }
+                    }
+                    Err(error) => failure = failure.or(Some(error)),
+                }
+            }
+            if let Some(error) = failure {
+                return Err(error);
+            }
+        }
+        if moved_on {
+            self.read_ahead(segment, *wanted.end());
+        }
+        Ok(found.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// One GET for the blocks `run` (marked in flight by the caller), cached and
+    /// returned; whatever the outcome the blocks are no longer in flight.
+    fn fetch_run(&self, segment: &TieredSegment, run: RangeInclusive<u64>) -> Result<Vec<Bytes>> {
+        let (start, end) = run_bytes(segment, &run);
+        let object = self.client.location().segment(segment.start_offset);
+        let outcome = self.counted_get(&object, start..end);
+        let blocks = outcome
+            .as_ref()
+            .ok()
+            .filter(|bytes| bytes.len() as u64 == end - start)
+            .map(|bytes| split(bytes, start, end));
+        settle(&self.cache, segment.start_offset, &run, blocks.as_deref());
+        let got = outcome?;
+        blocks.ok_or_else(|| {
+            Error::corrupt(
+                self.segment_object_name(segment),
+                start,
+                format!(
+                    "the object is shorter than the {} bytes uploaded (a read of {start}..{end} \
+                     gave {} bytes): it was changed in the bucket",
+                    segment.size,
+                    got.len()
+                ),
+            )
+        })
+    }
+
+    /// Fetch the blocks `wanted` (ascending) of `segment` that are neither cached nor
+    /// being fetched, in the background, one GET per run. A failed fetch is dropped: the
+    /// reader that wants the block fetches it itself and sees the error.
+    fn fetch_in_background(&self, segment: &TieredSegment, wanted: impl Iterator<Item = u64>) {
+        let blocks = segment.size.div_ceil(BLOCK_SIZE);
+        let mine: Vec<u64> = {
+            let mut cache = self.cache.0.lock().expect("block cache lock");
+            wanted
+                .take_while(|&index| index < blocks)
+                .filter(|&index| {
+                    let key: BlockKey = (segment.start_offset, index);
+                    let missing = cache.missing(key);
+                    if missing {
+                        cache.start_fetch(key);
+                    }
+                    missing
+                })
+                .collect()
+        };
+        let object = self.client.location().segment(segment.start_offset);
+        for run in runs(&mine) {
+            let (start, end) = run_bytes(segment, &run);
+            let cache = Arc::clone(&self.cache);
+            let reads = Arc::clone(&self.reads);
+            let start_offset = segment.start_offset;
+            self.client
+                .spawn_get_range(object.clone(), start..end, move |bytes| {
+                    if let Some(bytes) = &bytes {
+                        reads.range_reads.fetch_add(1, Ordering::Relaxed);
+                        reads
+                            .bytes_fetched
+                            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                    }
+                    let blocks = bytes
+                        .filter(|bytes| bytes.len() as u64 == end - start)
+                        .map(|bytes| split(&bytes, start, end));
+                    settle(&cache, start_offset, &run, blocks.as_deref());
+                });
+        }
+    }
+
+    /// A reader going through `segment` block after block will want the rest of its
+    /// chunk and the chunks after it.
+    fn read_ahead(&self, segment: &TieredSegment, index: u64) {
+        let blocks = segment.size.div_ceil(BLOCK_SIZE);
+        let until = ((index / CHUNK_BLOCKS + 1 + READ_AHEAD_CHUNKS) * CHUNK_BLOCKS).min(blocks);
+        self.fetch_in_background(segment, index + 1..until);
+    }
+
+    /// Records that a reader will read soon, as (commit-log offset, size): their blocks
+    /// are fetched in the background, so that the fetch overlaps the reader's work and
+    /// records far apart (a queue's records among many other queues') cost only the
+    /// blocks covering them; gaps of up to `FILL_GAP_BLOCKS` are fetched with them.
+    pub fn prefetch(&self, records: &[(u64, u32)]) {
+        let mut segment: Option<TieredSegment> = None;
+        let mut wanted: Vec<u64> = Vec::new();
+        for &(offset, size) in records {
+            let inside = segment
+                .is_some_and(|s| offset >= s.start_offset && offset < s.start_offset + s.size);
+            if !inside {
+                if let Some(previous) = segment.take() {
+                    self.fetch_in_background(&previous, fill_gaps(&wanted).into_iter());
+                    wanted.clear();
+                }
+                segment = self.segment_holding(offset);
+            }
+            let Some(current) = segment else { continue };
+            let position = offset - current.start_offset;
+            let end = (position + u64::from(size.max(1))).min(current.size);
+            for index in position / BLOCK_SIZE..=(end.max(position + 1) - 1) / BLOCK_SIZE {
+                if wanted.last() != Some(&index) {
+                    wanted.push(index);
+                }
+            }
+        }
+        if let Some(last) = segment {
+            self.fetch_in_background(&last, fill_gaps(&wanted).into_iter());
+        }
+    }
+}
+
+/// The bytes of `segment` that the blocks `run` hold.
+fn run_bytes(segment: &TieredSegment, run: &RangeInclusive<u64>) -> (u64, u64) {
+    let start = run.start() * BLOCK_SIZE;
+    let end = ((run.end() + 1) * BLOCK_SIZE).min(segment.size);
+    (start, end)
+}
+
+/// `bytes` (a whole run, starting at `start`) cut into its blocks, each copied into its
+/// own buffer: a slice would keep the whole GET's buffer (up to 8 MiB) alive for as long
+/// as any one of its blocks is cached, and the cache's bound would not hold. The copy
+/// costs about a twentieth of what fetching the bytes does.
+fn split(bytes: &Bytes, start: u64, end: u64) -> Vec<Bytes> {
+    if end - start <= BLOCK_SIZE {
+        return vec![bytes.clone()];
+    }
+    (0..(end - start).div_ceil(BLOCK_SIZE))
+        .map(|i| {
+            let from = (i * BLOCK_SIZE) as usize;
+            let to = ((i + 1) * BLOCK_SIZE).min(end - start) as usize;
+            Bytes::copy_from_slice(&bytes[from..to])
+        })
+        .collect()
+}
+
+/// The end of a fetch of `run`: its blocks cached when it succeeded, no longer in flight
+/// either way, and everyone waiting for a block told.
+fn settle(
+    cache: &super::remote_log::SharedCache,
+    start_offset: u64,
+    run: &RangeInclusive<u64>,
+    blocks: Option<&[Bytes]>,
+) {
+    let (lock, fetched) = &**cache;
+    let mut cache = lock.lock().expect("block cache lock");
+    for (i, index) in run.clone().enumerate() {
+        cache.end_fetch((start_offset, index));
+        if let Some(blocks) = blocks {
+            cache.insert((start_offset, index), blocks[i].clone());
+        }
+    }
+    fetched.notify_all();
+}
