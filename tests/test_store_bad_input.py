@@ -102,7 +102,7 @@ def test_a_bad_message_in_a_batch_writes_none_of_it(tmp_path: Path) -> None:
             store.put_batch("Topic", 0, [b"a"], keys="not a column")
         with pytest.raises(InvalidArgumentError, match="tags"):
             store.put_batch("Topic", 0, [b"a", b"b"], tags=["ok", "bad\x01"])
-        with pytest.raises(InvalidArgumentError, match="rmq.Message carries its own"):
+        with pytest.raises(InvalidArgumentError, match=r"rmq\.Message carries its own"):
             store.put_batch("Topic", 0, [rmq.Message(b"m")], tags="T")
         assert store.topics() == []
 
