@@ -14,6 +14,8 @@ use rmqproto::rocketmq_v2::{
 };
 
 use super::check::{MESSAGE_GROUP, SYSTEM_PROPERTIES, UNIQ_KEY};
+use super::claim::Delivery;
+use super::receipt::Receipt;
 
 /// The delivery a message goes out as.
 pub struct Delivered<'a> {
@@ -87,6 +89,24 @@ pub fn outgoing(message: StoredMessage, delivered: &Delivered<'_>) -> Message {
         system_properties: Some(system),
         body: Bytes::from(message.body),
     }
+}
+
+/// A claimed message as it goes out, with the receipt handle of its delivery.
+pub fn delivered(delivery: Delivery, invisible_ms: i64) -> Message {
+    let receipt = Receipt {
+        topic: delivery.message.topic.clone(),
+        queue_id: delivery.message.queue_id,
+        offset: delivery.message.queue_offset,
+        attempt: delivery.attempt,
+        deadline_ms: delivery.deadline_ms,
+    };
+    let handle = receipt.encode();
+    let delivered = Delivered {
+        receipt_handle: &handle,
+        attempt: delivery.attempt,
+        invisible_ms,
+    };
+    outgoing(delivery.message, &delivered)
 }
 
 pub fn timestamp(ms: i64) -> prost_types::Timestamp {

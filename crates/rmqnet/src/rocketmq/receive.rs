@@ -25,8 +25,7 @@ use rmqproto::rocketmq_v2::{
 
 use super::claim::{claim, has_exhausted, Claim, Delivery};
 use super::lease_book::LeaseBook;
-use super::outgoing::{millis, outgoing, timestamp, Delivered};
-use super::receipt::Receipt;
+use super::outgoing::{delivered, millis, timestamp};
 use super::status::{ok, status_for};
 use crate::grpc;
 use crate::shard::{Outcome, Shard};
@@ -241,22 +240,8 @@ fn frames(asked: &Asked, found: Vec<Delivery>) -> Vec<Vec<u8>> {
     };
     frames.push(sent_at.encode_to_vec());
     for delivery in found {
-        let receipt = Receipt {
-            topic: asked.topic.clone(),
-            queue_id: delivery.message.queue_id,
-            offset: delivery.message.queue_offset,
-            attempt: delivery.attempt,
-            deadline_ms: delivery.deadline_ms,
-        };
-        let handle = receipt.encode();
-        let delivered = Delivered {
-            receipt_handle: &handle,
-            attempt: delivery.attempt,
-            invisible_ms: asked.invisible_ms,
-        };
-        let message = outgoing(delivery.message, &delivered);
         let frame = ReceiveMessageResponse {
-            content: Some(Content::Message(message)),
+            content: Some(Content::Message(delivered(delivery, asked.invisible_ms))),
         };
         frames.push(frame.encode_to_vec());
     }
