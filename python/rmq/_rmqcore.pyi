@@ -18,6 +18,7 @@ __all__ = [
     "DecodedBatch",
     "DiskUsage",
     "EncodedPull",
+    "LeaseBook",
     "Message",
     "OutgoingBatch",
     "ProducerCore",
@@ -36,6 +37,7 @@ __all__ = [
     "__version__",
     "body_crc",
     "decode_pull_response",
+    "decode_receipt",
     "encode_send_batches",
     "java_string_hash",
     "native_rocketmq_status_codes",
@@ -746,9 +748,10 @@ class DecodedBatch:
 @final
 class ShardServer:
     """A shard process's native data plane: the engine's own gRPC server on the shard's
-    port. It answers ``Send``, ``SendBatches``, ``Pull`` and RocketMQ 5's ``SendMessage``
-    and forwards every other call to the process's Python server on ``internal_port``
-    (loopback)."""
+    port. It answers ``Send``, ``SendBatches``, ``Pull`` and RocketMQ 5's ``SendMessage``,
+    ``ReceiveMessage``, ``AckMessage`` and ``ChangeInvisibleDuration`` (the last three with
+    ``leases``), and forwards every other call to the process's Python server on
+    ``internal_port`` (loopback)."""
 
     def __new__(
         cls,
@@ -782,6 +785,7 @@ class ShardServer:
         answer: requests it answered itself, and requests it passed to Python."""
     def close(self) -> None: ...
 
+@final
 class LeaseBook:
     """The RocketMQ v2 lease book of one store directory (``config/rocketmqLeases.json``):
     which messages each consumer group holds invisible, until when, and what it acked.
