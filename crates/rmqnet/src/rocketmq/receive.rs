@@ -251,3 +251,32 @@ fn frames(asked: &Asked, found: Vec<Delivery>) -> Vec<Vec<u8>> {
 fn answer(frames: Vec<Vec<u8>>) -> Outcome {
     Outcome::Answer(grpc::ok_stream(frames.into_iter().map(Bytes::from)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expression(kind: FilterType, text: &str) -> FilterExpression {
+        FilterExpression {
+            r#type: kind as i32,
+            expression: text.to_owned(),
+        }
+    }
+
+    #[test]
+    fn tag_expressions_read_as_the_python_path_reads_them() {
+        assert!(matches!(tag_filter(None), Some(None)));
+        for everything in ["", " * ", "*"] {
+            let all = tag_filter(Some(&expression(FilterType::Tag, everything)));
+            assert!(matches!(all, Some(None)), "{everything:?}");
+        }
+        let some = tag_filter(Some(&expression(FilterType::Tag, "a || b"))).unwrap();
+        let filter = some.expect("a filter");
+        assert!(filter.matches_tag(Some(b"b")) && !filter.matches_tag(Some(b"c")));
+        for declined in ["a ||", "a || *", "||"] {
+            let answer = tag_filter(Some(&expression(FilterType::Tag, declined)));
+            assert!(answer.is_none(), "{declined:?}");
+        }
+        assert!(tag_filter(Some(&expression(FilterType::Sql, "a > 1"))).is_none());
+    }
+}
