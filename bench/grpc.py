@@ -96,6 +96,10 @@ class RmqBroker:
                 str(self.port),
                 "--rocketmq-port",
                 str(self.rocketmq_port),
+                # A free port rather than the default 9081, which another broker on the
+                # machine may hold; the metrics stay on, as in production.
+                "--metrics-port",
+                str(free_port()),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -19,6 +19,7 @@ __all__ = [
     "DecodedBatch",
     "DiskUsage",
     "EncodedPull",
+    "LeaseBook",
     "Message",
     "ProducerCore",
     "PullResult",
@@ -37,6 +38,7 @@ __all__ = [
     "body_crc",
     "broker_error",
     "decode_pull_response",
+    "decode_receipt",
     "java_string_hash",
     "native_rocketmq_status_codes",
     "native_rocketmq_system_properties",
@@ -746,9 +748,10 @@ class DecodedBatch:
 @final
 class ShardServer:
     """A shard process's native data plane: the engine's own gRPC server on the shard's
-    port. It answers ``Send``, ``SendBatches``, ``Pull`` and RocketMQ 5's ``SendMessage``
-    and forwards every other call to the process's Python server on ``internal_port``
-    (loopback)."""
+    port. It answers ``Send``, ``SendBatches``, ``Pull`` and RocketMQ 5's ``SendMessage``,
+    ``ReceiveMessage``, ``AckMessage`` and ``ChangeInvisibleDuration`` (the last three with
+    ``leases``), and forwards every other call to the process's Python server on
+    ``internal_port`` (loopback)."""
 
     def __new__(
         cls,
@@ -760,9 +763,13 @@ class ShardServer:
         *,
         token: str | None = None,
         rocketmq: bool = False,
+        leases: Sequence[tuple[int, LeaseBook]] | None = None,
+        max_delivery_attempts: int = 16,
     ) -> ShardServer:
         """``rocketmq``: the process serves RocketMQ 5 clients, so the data plane answers
-        their ``SendMessage`` too."""
+        their ``SendMessage`` too; ``leases``: each store's lease book, shared with the
+        Python path, on which it answers their receives and acks as well (a message out of
+        ``max_delivery_attempts`` is left to the Python path)."""
     @property
     def port(self) -> int: ...
     def host_topic(self, topic: str, shards: Sequence[int]) -> None:
@@ -777,6 +784,43 @@ class ShardServer:
         """``(method, answered, declined)`` for each gRPC method the data plane may
         answer: requests it answered itself, and requests it passed to Python."""
     def close(self) -> None: ...
+
+@final
+class LeaseBook:
+    """The RocketMQ v2 lease book of one store directory (``config/rocketmqLeases.json``):
+    which messages each consumer group holds invisible, until when, and what it acked.
+    One object per store serves both the Python path and the native data plane."""
+
+    def __new__(cls, store: Store) -> LeaseBook: ...
+    def claim(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        room: int,
+        tags: Sequence[str] | None,
+        invisible_ms: int,
+        max_attempts: int,
+    ) -> tuple[list[bytes], list[tuple[int, int, Message]]]:
+        """Up to ``room`` messages of the queue for ``group``, each an encoded
+        ``apache.rocketmq.v2.Message`` with its receipt handle; and ``(offset, attempt,
+        message)`` of each message due again with no attempt left (left leased: the
+        caller dead-letters and settles it)."""
+    def ack(self, group: str, topic: str, queue_id: int, offset: int, attempt: int) -> bool:
+        """Ack that delivery; False when it is not the one out."""
+    def extend(
+        self, group: str, topic: str, queue_id: int, offset: int, attempt: int, invisible_ms: int
+    ) -> str | None:
+        """Keep that delivery invisible ``invisible_ms`` from now: its new receipt handle,
+        None when it is not the one out."""
+    def settle(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Done with ``offset`` (moved to the dead-letter topic)."""
+    def save(self) -> bool:
+        """Commit each group's acked edge as its offset; write the book if it changed."""
+
+def decode_receipt(handle: str) -> tuple[str, int, int, int, int] | None:
+    """``(topic, queue_id, offset, attempt, deadline_ms)`` of a RocketMQ v2 receipt handle,
+    None when it is not one of this broker's."""
 
 def native_rocketmq_status_codes() -> dict[str, int]:
     """The native data plane's ``apache.rocketmq.v2`` code for each ``rmq.errors``

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 mod decoder;
 mod errors;
 mod functions;
+mod lease_book;
 mod message;
 mod message_fields;
 mod producer_core;
@@ -43,6 +44,8 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<retention_report::PyDiskUsage>()?;
     module.add_class::<tier_reader::PyTierReader>()?;
     module.add_class::<shard_server::PyShardServer>()?;
+    module.add_class::<lease_book::PyLeaseBook>()?;
+    module.add_function(wrap_pyfunction!(lease_book::decode_receipt, module)?)?;
     module.add_function(wrap_pyfunction!(shard_server::native_status_codes, module)?)?;
     module.add_function(wrap_pyfunction!(
         shard_server::native_rocketmq_status_codes,

@@ -10,9 +10,11 @@ use std::time::Duration;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use rmqnet::counts::RequestCounts;
+use rmqnet::rocketmq::receive::Consumption;
 use rmqnet::signals::QueueSignals;
 use rmqnet::{Limits, Settings, Shard, ShardServer};
 
+use crate::lease_book::PyLeaseBook;
 use crate::store::PyStore;
 
 #[pyclass(name = "ShardServer", module = "rmq._rmqcore", frozen)]
@@ -43,7 +45,7 @@ fn limit(limits: &HashMap<String, u64>, name: &str) -> PyResult<usize> {
 #[pymethods]
 impl PyShardServer {
     #[new]
-    #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None, rocketmq = false))]
+    #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None, rocketmq = false, leases = None, max_delivery_attempts = 16))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the Python constructor's keywords"
@@ -57,7 +59,18 @@ impl PyShardServer {
         limits: HashMap<String, u64>,
         token: Option<String>,
         rocketmq: bool,
+        leases: Option<Vec<(i32, PyRef<'_, PyLeaseBook>)>>,
+        max_delivery_attempts: i32,
     ) -> PyResult<Self> {
+        let consumption = leases.map(|books| {
+            Arc::new(Consumption {
+                books: books
+                    .iter()
+                    .map(|(shard, book)| (*shard, Arc::clone(&book.book)))
+                    .collect(),
+                max_attempts: max_delivery_attempts,
+            })
+        });
         let stores = stores
             .iter()
             .map(|(shard, store)| (*shard, Arc::clone(&store.inner)))
@@ -81,6 +94,7 @@ impl PyShardServer {
             token,
             max_request_bytes: limit(&limits, "max_request_bytes")?,
             rocketmq,
+            consumption,
         };
         let server = py
             .detach(|| ShardServer::start(settings, shard))

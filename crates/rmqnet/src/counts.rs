@@ -5,11 +5,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The methods the data plane may answer, by their gRPC path.
-pub const METHODS: [&str; 4] = [
+pub const METHODS: [&str; 7] = [
     "/rmq.v1.Shard/Send",
     "/rmq.v1.Shard/SendBatches",
     "/rmq.v1.Shard/Pull",
     "/apache.rocketmq.v2.MessagingService/SendMessage",
+    "/apache.rocketmq.v2.MessagingService/ReceiveMessage",
+    "/apache.rocketmq.v2.MessagingService/AckMessage",
+    "/apache.rocketmq.v2.MessagingService/ChangeInvisibleDuration",
 ];
 
 #[derive(Default)]

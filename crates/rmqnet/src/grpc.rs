@@ -1,5 +1,6 @@
 //! gRPC over HTTP/2 at the level the data plane needs it: one length-prefixed message per
-//! unary request and response, the status in trailers, `grpc-timeout` read as a deadline.
+//! unary request and response (several for a server-streaming answer, sent at once), the
+//! status in trailers, `grpc-timeout` read as a deadline.
 //! (Protocol: the gRPC HTTP/2 specification's framing; compressed messages are left to
 //! the Python server, which the data plane forwards them to.)
 
@@ -47,6 +48,23 @@ pub fn ok(message: &[u8]) -> Response<Body> {
     let mut trailers = HeaderMap::new();
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
     let body = Full::new(framed(message))
+        .with_trailers(async move { Some(Ok(trailers)) })
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    headers().body(body).expect("a static response")
+}
+
+/// A successful server-streaming answer carrying `messages` in order.
+pub fn ok_stream(messages: impl IntoIterator<Item = Bytes>) -> Response<Body> {
+    let mut out = Vec::new();
+    for message in messages {
+        out.push(0);
+        out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        out.extend_from_slice(&message);
+    }
+    let mut trailers = HeaderMap::new();
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    let body = Full::new(Bytes::from(out))
         .with_trailers(async move { Some(Ok(trailers)) })
         .map_err(|never| match never {})
         .boxed_unsync();

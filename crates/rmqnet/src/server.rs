@@ -1,7 +1,9 @@
 //! The shard process's public gRPC endpoint: an HTTP/2 server on its own small tokio
 //! runtime that answers `Send`, `SendBatches` and `Pull` from the engine (`shard.rs`), and
-//! RocketMQ 5's `SendMessage` (`rocketmq/send.rs`), and passes every other call to the Python server behind it (`proxy.rs`). Python keeps
-//! supervising the process, the routes and the admin calls; the hot path never enters it.
+//! RocketMQ 5's `SendMessage`, `ReceiveMessage`, `AckMessage` and `ChangeInvisibleDuration`
+//! (`rocketmq/`), and passes every other call to the Python server behind it (`proxy.rs`).
+//! Python keeps supervising the process, the routes and the admin calls; the hot path
+//! never enters it.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -19,6 +21,8 @@ use tokio::sync::watch;
 use crate::counts::RequestCounts;
 use crate::grpc::{self, Body};
 use crate::proxy::Forward;
+use crate::rocketmq::ack::Acker;
+use crate::rocketmq::receive::{Consumption, Receiver};
 use crate::rocketmq::send::MessageSender;
 use crate::shard::{Outcome, Shard};
 
@@ -26,6 +30,10 @@ const SEND: &str = "/rmq.v1.Shard/Send";
 const SEND_BATCHES: &str = "/rmq.v1.Shard/SendBatches";
 const PULL: &str = "/rmq.v1.Shard/Pull";
 const ROCKETMQ_SEND: &str = "/apache.rocketmq.v2.MessagingService/SendMessage";
+const ROCKETMQ_RECEIVE: &str = "/apache.rocketmq.v2.MessagingService/ReceiveMessage";
+const ROCKETMQ_ACK: &str = "/apache.rocketmq.v2.MessagingService/AckMessage";
+const ROCKETMQ_CHANGE_INVISIBLE: &str =
+    "/apache.rocketmq.v2.MessagingService/ChangeInvisibleDuration";
 
 /// What the server needs besides the shard.
 pub struct Settings {
@@ -39,6 +47,9 @@ pub struct Settings {
     /// Whether the process serves RocketMQ 5 clients (`apache.rocketmq.v2`): without, their
     /// calls go to the Python server, which does not know the service either.
     pub rocketmq: bool,
+    /// The lease books and policy the Python path's RocketMQ consumers use too; without,
+    /// receives and acks go to the Python server.
+    pub consumption: Option<Arc<Consumption>>,
 }
 
 pub struct ShardServer {
@@ -52,6 +63,8 @@ pub struct ShardServer {
 struct Context {
     shard: Arc<Shard>,
     rocketmq: MessageSender,
+    /// The consume side, when the process has lease books.
+    consume: Option<(Receiver, Acker)>,
     counts: Arc<RequestCounts>,
     forward: Forward,
     authorization: Option<String>,
@@ -73,6 +86,12 @@ impl ShardServer {
         let context = Arc::new(Context {
             shard: Arc::clone(&shard),
             rocketmq: MessageSender::new(Arc::clone(&shard)),
+            consume: settings.consumption.map(|consumption| {
+                (
+                    Receiver::new(Arc::clone(&shard), Arc::clone(&consumption)),
+                    Acker::new(Arc::clone(&shard), consumption),
+                )
+            }),
             counts: Arc::clone(&counts),
             forward: runtime.block_on(async { Forward::new(settings.internal) }),
             authorization: settings.token.map(|token| format!("Bearer {token}")),
@@ -136,6 +155,9 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
     let served = match path {
         SEND | SEND_BATCHES | PULL => true,
         ROCKETMQ_SEND => context.rocketmq_enabled,
+        ROCKETMQ_RECEIVE | ROCKETMQ_ACK | ROCKETMQ_CHANGE_INVISIBLE => {
+            context.rocketmq_enabled && context.consume.is_some()
+        }
         _ => false,
     };
     let native = served && authorized(context, &request);
@@ -168,6 +190,9 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
                 SEND => context.shard.send(message, peer).await,
                 SEND_BATCHES => context.shard.send_batches(message, peer).await,
                 ROCKETMQ_SEND => context.rocketmq.send(message, peer).await,
+                ROCKETMQ_RECEIVE | ROCKETMQ_ACK | ROCKETMQ_CHANGE_INVISIBLE => {
+                    consume(context, parts.uri.path(), &message, &parts.headers).await
+                }
                 _ => {
                     context
                         .shard
@@ -190,6 +215,22 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
                 .send(Request::from_parts(parts, body), peer)
                 .await
         }
+    }
+}
+
+async fn consume(
+    context: &Context,
+    path: &str,
+    message: &[u8],
+    headers: &http::HeaderMap,
+) -> Outcome {
+    let Some((receiver, acker)) = &context.consume else {
+        return Outcome::Decline;
+    };
+    match path {
+        ROCKETMQ_RECEIVE => receiver.receive(message, headers).await,
+        ROCKETMQ_ACK => acker.ack(message),
+        _ => acker.change_invisible(message),
     }
 }
 

@@ -93,6 +93,21 @@ impl Shard {
         )
     }
 
+    /// The shard directory whose store `store` is.
+    pub(crate) fn shard_of(&self, store: &Arc<Store>) -> Option<i32> {
+        self.stores
+            .iter()
+            .find(|(_, held)| Arc::ptr_eq(held, store))
+            .map(|(&shard, _)| shard)
+    }
+
+    /// The store of a queue this process serves, with its shard directory.
+    pub(crate) fn placement(&self, topic: &str, queue_id: i32) -> Option<(i32, Arc<Store>)> {
+        let layouts = self.layouts.read().unwrap_or_else(|p| p.into_inner());
+        let shard = *layouts.get(topic)?.get(usize::try_from(queue_id).ok()?)?;
+        Some((shard, Arc::clone(self.stores.get(&shard)?)))
+    }
+
     pub(crate) fn limits(&self) -> &Limits {
         &self.limits
     }

@@ -23,7 +23,7 @@ from typing import Any
 from grpc_health.v1 import health_pb2
 
 import rmq
-from rmq._rmqcore import ShardServer
+from rmq._rmqcore import LeaseBook, ShardServer
 from rmq.broker.server import LOOPBACK, Security, build_server
 from rmq.broker.servicer import SHARD_SERVICE, shard_service
 from rmq.broker.shard_handler import ShardHandler, store_host_for
@@ -108,9 +108,11 @@ def _native_data_plane(
     stores: dict[int, rmq.Store],
     limits: Limits,
     security: Security,
+    leases: dict[int, LeaseBook] | None,
 ) -> ShardServer:
-    """The engine's own gRPC server on the shard's port: it answers sends and pulls and
-    passes every other call to the Python server on ``internal_port``."""
+    """The engine's own gRPC server on the shard's port: it answers sends and pulls (and
+    RocketMQ v2 sends, receives and acks, on ``leases``) and passes every other call to
+    the Python server on ``internal_port``."""
     bounds = {name: getattr(limits, name) for name in limits.__dataclass_fields__}
     bounds["max_request_bytes"] = limits.max_request_bytes
     return ShardServer(
@@ -121,8 +123,27 @@ def _native_data_plane(
         bounds,
         token=security.token,
         # Only where the Python server serves apache.rocketmq.v2 too (_serve_rocketmq).
-        rocketmq=args.rocketmq_policy is not None and args.supervisor is not None,
+        rocketmq=leases is not None,
+        leases=list(leases.items()) if leases is not None else None,
+        max_delivery_attempts=_policy(args).max_delivery_attempts,
     )
+
+
+def _policy(args: argparse.Namespace) -> ConsumerPolicy:
+    policy = json.loads(args.rocketmq_policy or "{}")
+    policy["fifo_groups"] = frozenset(policy.get("fifo_groups", ()))
+    return ConsumerPolicy(**policy)
+
+
+def _lease_books(
+    args: argparse.Namespace, stores: dict[int, rmq.Store]
+) -> dict[int, LeaseBook] | None:
+    """Each store's RocketMQ v2 lease book, when the process serves RocketMQ v2 clients
+    (only where it knows its supervisor, see _serve_rocketmq): one object per store,
+    shared by the native data plane and the Python path."""
+    if args.rocketmq_policy is None or args.supervisor is None:
+        return None
+    return {shard: LeaseBook(store) for shard, store in stores.items()}
 
 
 def _serve_rocketmq(
@@ -132,17 +153,16 @@ def _serve_rocketmq(
     stores: dict[int, rmq.Store],
     limits: Limits,
     security: Security,
+    leases: dict[int, LeaseBook] | None,
 ) -> list[Any]:
     """Serve ``apache.rocketmq.v2`` beside rmq's API on the same server, when asked; the
     parts to close when stopping."""
-    if args.rocketmq_policy is None or args.supervisor is None:
+    if leases is None:
         return []
     # Imported here: the protocol's generated code loads the official client package.
     from rmq.client import Client
     from rmq.rocketmq.serving import shard_servicer
 
-    policy = json.loads(args.rocketmq_policy)
-    policy["fifo_groups"] = frozenset(policy.get("fifo_groups", ()))
     supervisor = Client(
         args.supervisor,
         token=security.token,
@@ -150,7 +170,7 @@ def _serve_rocketmq(
         server_name=args.tls_server_name,
     )
     servicer, backend, dead_letters = shard_servicer(
-        handler, stores, supervisor, limits, ConsumerPolicy(**policy)
+        handler, stores, supervisor, limits, _policy(args), leases
     )
     servicer.add_to(server)
     return [backend, dead_letters, supervisor]
@@ -238,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_STORE_FAILED
 
     native_plane = args.data_plane == "native" and not security.tls
+    leases = _lease_books(args, stores)
     try:
         server, port, health = build_server(
             [shard_service(handler)],
@@ -248,7 +269,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             limits=limits,
             max_workers=args.max_workers,
         )
-        native = _native_data_plane(args, port, stores, limits, security) if native_plane else None
+        native = (
+            _native_data_plane(args, port, stores, limits, security, leases)
+            if native_plane
+            else None
+        )
     except (OSError, RuntimeError):
         # gRPC's own message names no reason; the supervisor explains the port choice.
         reason = bind_problem(args.host, args.port) or "gRPC could not bind it"
@@ -260,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if native is not None:
         handler.attach_native(native)
         port = native.port
-    rocketmq = _serve_rocketmq(args, server, handler, stores, limits, security)
+    rocketmq = _serve_rocketmq(args, server, handler, stores, limits, security, leases)
     server.start()
     metrics_server: Any = None
     if not args.no_metrics:

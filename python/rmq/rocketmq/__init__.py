@@ -5,8 +5,9 @@
 - :mod:`rmq.rocketmq.servicer`: the gRPC servicer, thin: parse, call, answer a status.
 - :mod:`rmq.rocketmq.routes`: topics as the protocol sees them (brokers, endpoints).
 - :mod:`rmq.rocketmq.shard_backend`: sends, receives, acks on a shard process's stores.
-- :mod:`rmq.rocketmq.leases`: which messages a consumer group holds invisible, and until
-  when; kept per store directory across restarts.
+- ``rmq._rmqcore.LeaseBook``: which messages a consumer group holds invisible, and until
+  when; kept per store directory across restarts, shared with the native data plane
+  (``crates/rmqnet/src/rocketmq``), which answers most receives and acks itself.
 - :mod:`rmq.rocketmq.message_codec`, :mod:`rmq.rocketmq.receipts`,
   :mod:`rmq.rocketmq.settings`, :mod:`rmq.rocketmq.status`: the conversions.
 """

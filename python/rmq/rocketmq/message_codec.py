@@ -3,9 +3,9 @@
 What a v2 message carries in its system properties becomes what RocketMQ's broker keeps
 in a record: the tag in ``TAGS``, keys in ``KEYS``, the client's message id in
 ``UNIQ_KEY``, the message group in ``__SHARDINGKEY``. Reading reverses it, so a message
-sent by an official client reads the same through ``rmq.Client`` and the other way round;
-a message stored without ``UNIQ_KEY`` (sent through rmq's own API) gets the id ``01``
-followed by its 32-hex-digit offset msgId, the clients' id format.
+sent by an official client reads the same through ``rmq.Client`` and the other way round.
+Reading (a stored message as a receiving client sees it) is the engine's, for both v2
+paths: ``rmqnet::rocketmq::outgoing``.
 """
 
 from __future__ import annotations
@@ -92,53 +92,6 @@ def incoming(message: v2.Message, limits: Limits) -> Incoming:
     )
 
 
-def outgoing(
-    message: rmq.Message,
-    *,
-    receipt_handle: str,
-    attempt: int,
-    invisible_ms: int,
-) -> v2.Message:
-    """A stored message as a receiving client reads it."""
-    stored = message.properties
-    body = message.body
-    out = v2.Message(body=body)
-    out.topic.name = message.topic
-    for name, value in stored.items():
-        if name not in SYSTEM_PROPERTIES:
-            out.user_properties[name] = value
-    system = out.system_properties
-    if message.tags is not None:
-        system.tag = message.tags
-    system.keys.extend(message.keys)
-    system.message_id = message_id(message)
-    system.body_digest.type = v2.CRC32
-    system.body_digest.checksum = format(zlib.crc32(body), "X")
-    system.body_encoding = v2.IDENTITY
-    group = stored.get(MESSAGE_GROUP)
-    system.message_type = v2.FIFO if group else v2.NORMAL
-    if group:
-        system.message_group = group
-    system.born_timestamp.CopyFrom(_timestamp(message.born_timestamp))
-    system.born_host = message.born_host.rpartition(":")[0] or message.born_host
-    system.store_timestamp.CopyFrom(_timestamp(message.store_timestamp))
-    system.store_host = message.store_host
-    system.receipt_handle = receipt_handle
-    system.queue_id = message.queue_id
-    system.queue_offset = message.queue_offset
-    system.invisible_duration.CopyFrom(_duration(invisible_ms))
-    system.delivery_attempt = attempt
-    return out
-
-
-def message_id(message: rmq.Message) -> str:
-    return message.properties.get(UNIQ_KEY) or "01" + message.msg_id
-
-
-def is_ordered(message: rmq.Message) -> bool:
-    return MESSAGE_GROUP in message.properties
-
-
 def tag_filter(expression: v2.FilterExpression) -> list[str] | None:
     """The tags a receive asks for, ``None`` for all; only TAG expressions exist here."""
     if expression.type == v2.SQL:
@@ -191,14 +144,6 @@ def _has_control(text: str) -> bool:
 
 def _millis(timestamp: Timestamp) -> int:
     return int(timestamp.seconds) * 1000 + int(timestamp.nanos) // 1_000_000
-
-
-def _timestamp(ms: int) -> Timestamp:
-    return Timestamp(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
-
-
-def _duration(ms: int) -> Duration:
-    return Duration(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
 
 
 def millis(duration: Duration) -> int:

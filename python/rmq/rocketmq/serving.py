@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 import rmq
+from rmq._rmqcore import LeaseBook
 from rmq.broker.route_handler import Cluster
 from rmq.broker.shard_handler import ShardHandler
 from rmq.broker.validation import Limits
@@ -85,9 +86,12 @@ def shard_servicer(
     supervisor: rmq.Client,
     limits: Limits,
     policy: ConsumerPolicy,
+    books: Mapping[int, LeaseBook],
 ) -> tuple[MessagingServicer, ShardBackend, DeadLetters]:
     dead_letters = DeadLetters(supervisor)
-    backend = ShardBackend(handler, stores, limits=limits, policy=policy, dead_letters=dead_letters)
+    backend = ShardBackend(
+        handler, stores, limits=limits, policy=policy, dead_letters=dead_letters, books=books
+    )
     servicer = MessagingServicer(
         ClientTopology(supervisor), backend, max_body_bytes=limits.max_body_bytes, policy=policy
     )

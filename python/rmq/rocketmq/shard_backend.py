@@ -5,7 +5,12 @@ not acked in time, and move what failed too often to the group's dead-letter top
 It works on the same stores, topic layouts and long-poll signals as rmq's own API
 (:class:`rmq.broker.shard_handler.ShardHandler`), so a message sent through either API
 reads through the other, and a group's committed offset (``Store.commit_offset``) is the
-low edge of what it acked. The leases themselves live in :mod:`rmq.rocketmq.leases`.
+low edge of what it acked. The leases, the rule of what a receive claims, the receipt
+handles and the received messages live in the engine (``rmq._rmqcore.LeaseBook``, from
+``rmqnet::rocketmq``): the process's native data plane answers receives and acks on the
+same books, so the two paths never disagree. What stays here is what the native path
+declines: malformed requests, and moving messages out of attempts to the dead-letter
+topic (through the broker's routes).
 """
 
 from __future__ import annotations
@@ -16,15 +21,14 @@ import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import rmq
 from rmq import errors
+from rmq._rmqcore import LeaseBook
 from rmq.broker.shard_handler import ShardHandler
 from rmq.broker.validation import Limits, check_group, check_topic
 from rmq.errors import ProtocolError
 from rmq.rocketmq import message_codec
-from rmq.rocketmq.leases import LeaseBook, QueueLeases
 from rmq.rocketmq.receipts import Receipt
 from rmq.rocketmq.settings import ConsumerPolicy
 from rmq.rocketmq.status import status, status_for
@@ -41,10 +45,6 @@ MAX_INVISIBLE_MS = 12 * 3600 * 1000
 # A PushConsumer asks the broker to keep its messages invisible while it works on them.
 AUTO_RENEW_INVISIBLE_MS = 60_000
 MAX_WAIT_SECONDS = 30.0
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +79,14 @@ class ShardBackend:
         limits: Limits,
         policy: ConsumerPolicy,
         dead_letters: Callable[[str, rmq.Message], None],
+        books: Mapping[int, LeaseBook],
     ) -> None:
         self._handler = handler
         self._stores = dict(stores)
         self._limits = limits
         self.policy = policy
         self._dead_letters = dead_letters
-        self._books = {shard: LeaseBook(Path(store.path)) for shard, store in stores.items()}
+        self._books = dict(books)
         self._turn_lock = threading.Lock()
         self._turn = 0
         self._stop = threading.Event()
@@ -166,77 +167,30 @@ class ShardBackend:
     def _claim(self, request: ReceiveRequest, queue_id: int, room: int) -> list[v2.Message]:
         if room <= 0:
             return []
-        shard, store = self._store(request.topic, queue_id)
-        book = self._books[shard]
-        topic, group = request.topic, request.group
-        out: list[v2.Message] = []
-        dead: list[_DeadLetter] = []
-        with book.lock:
-            leases = self._leases(book, store, group, topic, queue_id)
-            now = now_ms()
-            leases.skip_to(store.min_offset(topic, queue_id))
-            for offset, lease in leases.due(now):
-                if len(out) >= room:
-                    break
-                message = self._message_at(store, topic, queue_id, offset)
-                if message is None:
-                    leases.settle(offset)
-                elif lease.attempt >= self.policy.max_delivery_attempts:
-                    dead.append(_DeadLetter(shard, queue_id, offset, lease.attempt, message))
-                else:
-                    out.append(self._hand_out(leases, message, lease.attempt + 1, request, now))
-            if not leases.blocked(now) and len(out) < room:
-                result = store.pull(
-                    topic, queue_id, leases.next, room - len(out), tags=request.tags
-                )
-                start = leases.next
-                taken = set()
-                for message in result.messages:
-                    taken.add(message.queue_offset)
-                    out.append(self._hand_out(leases, message, 1, request, now))
-                for offset in range(start, result.next_offset):
-                    if offset not in taken and offset not in leases.leased:
-                        leases.settle(offset)  # not for this group's filter
-            book.changed()
-        for letter in dead:
-            self._dead_letter(group, topic, letter)
-        return out
-
-    def _hand_out(
-        self,
-        leases: QueueLeases,
-        message: rmq.Message,
-        attempt: int,
-        request: ReceiveRequest,
-        now: int,
-    ) -> v2.Message:
-        deadline = now + request.invisible_ms
-        offset = message.queue_offset
-        leases.lease(offset, attempt, deadline, message_codec.is_ordered(message))
-        receipt = Receipt(request.topic, message.queue_id, offset, attempt, deadline)
-        return message_codec.outgoing(
-            message,
-            receipt_handle=receipt.encode(),
-            attempt=attempt,
-            invisible_ms=request.invisible_ms,
+        shard, _ = self._store(request.topic, queue_id)
+        found, exhausted = self._books[shard].claim(
+            request.group,
+            request.topic,
+            queue_id,
+            room,
+            request.tags,
+            request.invisible_ms,
+            self.policy.max_delivery_attempts,
         )
+        for offset, attempt, message in exhausted:
+            letter = _DeadLetter(shard, queue_id, offset, attempt, message)
+            self._dead_letter(request.group, request.topic, letter)
+        return [v2.Message.FromString(encoded) for encoded in found]
 
     # ---- acks and invisible time ----
 
     def ack(self, group: str, topic: str, receipt_handle: str) -> None:
         receipt = self._receipt(topic, receipt_handle)
         check_group(group)
-        shard, store = self._store(topic, receipt.queue_id)
+        shard, _ = self._store(topic, receipt.queue_id)
         book = self._books[shard]
-        with book.lock:
-            leases = self._leases(book, store, group, topic, receipt.queue_id)
-            if not leases.ack(receipt.offset, receipt.attempt):
-                raise ProtocolError(
-                    "INVALID_RECEIPT_HANDLE",
-                    f"offset {receipt.offset} of queue {receipt.queue_id} is not out on this "
-                    f"receipt (acked already, or delivered again since)",
-                )
-            book.changed()
+        if not book.ack(group, topic, receipt.queue_id, receipt.offset, receipt.attempt):
+            raise _stale(receipt)
 
     def change_invisible(
         self, group: str, topic: str, receipt_handle: str, invisible_ms: int
@@ -245,19 +199,13 @@ class ShardBackend:
         receipt = self._receipt(topic, receipt_handle)
         check_group(group)
         self._check_invisible(invisible_ms, allow_zero=True)
-        shard, store = self._store(topic, receipt.queue_id)
-        book = self._books[shard]
-        deadline = now_ms() + invisible_ms
-        with book.lock:
-            leases = self._leases(book, store, group, topic, receipt.queue_id)
-            if not leases.extend(receipt.offset, receipt.attempt, deadline):
-                raise ProtocolError(
-                    "INVALID_RECEIPT_HANDLE",
-                    f"offset {receipt.offset} of queue {receipt.queue_id} is not out on this "
-                    "receipt (acked already, or delivered again since)",
-                )
-            book.changed()
-        return Receipt(topic, receipt.queue_id, receipt.offset, receipt.attempt, deadline).encode()
+        shard, _ = self._store(topic, receipt.queue_id)
+        handle = self._books[shard].extend(
+            group, topic, receipt.queue_id, receipt.offset, receipt.attempt, invisible_ms
+        )
+        if handle is None:
+            raise _stale(receipt)
+        return handle
 
     def forward_to_dead_letters(self, group: str, topic: str, receipt_handle: str) -> None:
         """The client gave up on a message (its own attempts ran out)."""
@@ -282,12 +230,7 @@ class ShardBackend:
                 "cannot move %s/%d@%d to %s: %s", topic, letter.queue_id, letter.offset, dlq, error
             )
             return
-        store = self._stores[letter.shard]
-        book = self._books[letter.shard]
-        with book.lock:
-            leases = self._leases(book, store, group, topic, letter.queue_id)
-            leases.settle(letter.offset)
-            book.changed()
+        self._books[letter.shard].settle(group, topic, letter.queue_id, letter.offset)
         log.info(
             "moved %s/%d@%d to %s after %d deliveries",
             topic,
@@ -340,17 +283,6 @@ class ShardBackend:
             )
         return sorted(local, key=lambda q: (q != first, q))
 
-    def _leases(
-        self, book: LeaseBook, store: rmq.Store, group: str, topic: str, queue_id: int
-    ) -> QueueLeases:
-        key = (group, topic, queue_id)
-        leases = book.get(key)
-        if leases is None:
-            committed = store.committed_offset(group, topic, queue_id)
-            low = committed if committed is not None else store.min_offset(topic, queue_id)
-            leases = book.add(key, low)
-        return leases
-
     @staticmethod
     def _message_at(store: rmq.Store, topic: str, queue_id: int, offset: int) -> rmq.Message | None:
         try:
@@ -367,13 +299,7 @@ class ShardBackend:
         """Save each book that changed, and commit each group's acked edge as its offset
         (batched here: the store writes consumerOffset.json at every commit)."""
         for shard, book in self._books.items():
-            store = self._stores[shard]
             try:
-                with book.lock:
-                    edges = [(key, leases.low) for key, leases in book.items()]
-                for (group, topic, queue_id), low in edges:
-                    if store.committed_offset(group, topic, queue_id) != low:
-                        store.commit_offset(group, topic, queue_id, low)
                 book.save()
             except (OSError, errors.RmqError) as error:
                 log.warning("cannot save the RocketMQ v2 leases of shard %d: %s", shard, error)
@@ -382,3 +308,11 @@ class ShardBackend:
         self._stop.set()
         self._saver.join()
         self._save()
+
+
+def _stale(receipt: Receipt) -> ProtocolError:
+    return ProtocolError(
+        "INVALID_RECEIPT_HANDLE",
+        f"offset {receipt.offset} of queue {receipt.queue_id} is not out on this receipt "
+        "(acked already, or delivered again since)",
+    )

@@ -30,7 +30,7 @@ pub use read::{PyEncodedPull, PyPullResult};
 #[pyclass(name = "Store", module = "rmq._rmqcore", frozen)]
 pub struct PyStore {
     pub(crate) inner: Arc<Store>,
-    path: String,
+    pub(crate) path: String,
 }
 
 fn usize_option(py: Python<'_>, argument: &'static str, value: i64) -> PyResult<usize> {

@@ -1,7 +1,18 @@
 //! The RocketMQ 5 protocol (`apache.rocketmq.v2`) on the native data plane: `SendMessage`
-//! (`send`), with the Python path's message checks (`check`) and engine-error codes
-//! (`status`). Every other v2 call goes to the process's Python server.
+//! (`send`, with the Python path's message checks in `check` and engine-error codes in
+//! `status`), and the consume side: `ReceiveMessage` (`receive`), `AckMessage` and
+//! `ChangeInvisibleDuration` (`ack`), over the lease book (`lease_book`, `queue_leases`,
+//! `claim`) that the Python path shares through the binding, with receipt handles
+//! (`receipt`) and received messages (`outgoing`) built here for both paths. Every other
+//! v2 call, and whatever these decline, goes to the process's Python server.
 
+pub mod ack;
 pub mod check;
+pub mod claim;
+pub mod lease_book;
+pub mod outgoing;
+pub mod queue_leases;
+pub mod receipt;
+pub mod receive;
 pub mod send;
 pub mod status;
