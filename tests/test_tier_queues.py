@@ -257,3 +257,30 @@ def test_sigkill_of_a_writer_moving_queue_files_loses_nothing(
     finally:
         for name in env:
             os.environ.pop(name, None)
+
+
+def test_queue_objects_expire_with_their_segments(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0, tier_retention_hours=1)
+    fill(store)
+    store.upload_to_tier()
+    store.run_retention()
+    assert queue_objects(aws_env, s3_bucket)
+    later = int(time.time() * 1000) + 2 * 3_600_000
+    report = store.run_retention(now_ms=later)
+    assert report.commitlog_min_offset > 0
+    # Every queue file's records are gone from the log: objects and entries go too.
+    assert queue_objects(aws_env, s3_bucket) == []
+    assert tier_state(path)["consumeQueues"] == {}
+    mins = [store.min_offset("Orders", q) for q in (0, 1)]
+    for q in (0, 1):
+        assert mins[q] > 0
+        got = store.get("Orders", q, mins[q], 1)
+        assert got[0].queue_offset == mins[q]
+        assert got[0].commitlog_offset >= report.commitlog_min_offset
+    store.close()
+    reopened = rmq.Store(str(path))
+    assert [reopened.min_offset("Orders", q) for q in (0, 1)] == mins
+    reopened.close()
