@@ -14,19 +14,6 @@ use crate::consume_queue::remote::RemoteQueueFiles;
 use crate::error::{Error, Result};
 
 impl RemoteLog {
-    /// The queue's files with no local copy, in offset order.
-    fn evicted_queue_files(&self, topic: &str, queue_id: i32) -> Vec<TieredQueueFile> {
-        let prefix = format!("{topic}/{queue_id}/");
-        let state = self.state.read().expect("tier state lock");
-        state
-            .consume_queues
-            .range(prefix.clone()..)
-            .take_while(|(key, _)| key.starts_with(&prefix))
-            .filter(|(_, file)| !file.local)
-            .map(|(_, file)| file.clone())
-            .collect()
-    }
-
     /// The last failed read of an evicted queue file, if any.
     pub fn queue_read_failure(&self) -> Option<String> {
         self.queue_read_failure
@@ -38,16 +25,32 @@ impl RemoteLog {
 
 impl RemoteQueueFiles for RemoteLog {
     fn first_start(&self, topic: &str, queue_id: i32) -> Option<u64> {
-        self.evicted_queue_files(topic, queue_id)
-            .first()
-            .map(|file| file.start_offset)
+        let prefix = format!("{topic}/{queue_id}/");
+        let state = self.state.read().expect("tier state lock");
+        let first = state
+            .consume_queues
+            .range(prefix.clone()..)
+            .take_while(|(key, _)| key.starts_with(&prefix))
+            .find(|(_, file)| !file.local)
+            .map(|(_, file)| file.start_offset);
+        first
     }
 
+    /// One ordered lookup per entry read (keys end in 20-digit offsets, so they sort as
+    /// the offsets do): no scan of the queue's files.
     fn holding(&self, topic: &str, queue_id: i32, logical: u64) -> Option<u64> {
-        self.evicted_queue_files(topic, queue_id)
-            .into_iter()
-            .find(|file| file.start_offset <= logical && logical < file.start_offset + file.size)
-            .map(|file| file.start_offset)
+        let prefix = format!("{topic}/{queue_id}/");
+        let key = TieredQueueFile::key(topic, queue_id, logical);
+        let state = self.state.read().expect("tier state lock");
+        let found = state
+            .consume_queues
+            .range(prefix.clone()..=key)
+            .next_back()
+            .filter(|(key, file)| {
+                key.starts_with(&prefix) && !file.local && logical < file.start_offset + file.size
+            })
+            .map(|(_, file)| file.start_offset);
+        found
     }
 
     fn read_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<Bytes> {
