@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import rmq
 
+from tests.support.cli import rmq_cli
 from tests.support.s3_server import S3Server
 
 SEGMENT = 64 * 1024
@@ -127,6 +128,14 @@ def test_evicted_queue_files_are_read_from_the_bucket(
         assert read_all(reopened, q) == before[q]
     assert reopened.verify().clean
     reopened.close()
+
+    # `rmq tier status` counts the queue files apart from the segments.
+    result = rmq_cli("tier", "status", str(path), "--json", env=aws_env.subprocess_env())
+    (report,) = json.loads(result.stdout)["stores"]
+    counted = report["tier"]["consume_queue_files"]
+    assert counted["evicted"]["segments"] == len(evicted)
+    text = rmq_cli("tier", "status", str(path), env=aws_env.subprocess_env()).stdout.decode()
+    assert f"consume-queue files in the tier: {len(uploaded) - len(evicted)} uploaded" in text
 
 
 def test_a_changed_queue_object_is_detected_and_not_served(
