@@ -83,7 +83,17 @@ impl PyStore {
         reads.set_item("range_reads", status.reads.range_reads)?;
         reads.set_item("bytes_fetched", status.reads.bytes_fetched)?;
         reads.set_item("cache_hits", status.reads.cache_hits)?;
+        reads.set_item("queue_read_failure", &status.queue_read_failure)?;
+        let consume_queues = PyList::empty(py);
+        for (file, size, local) in &status.consume_queues {
+            let entry = PyDict::new(py);
+            entry.set_item("file", file)?;
+            entry.set_item("size", size)?;
+            entry.set_item("state", if *local { "uploaded" } else { "evicted" })?;
+            consume_queues.append(entry)?;
+        }
         let answer = PyDict::new(py);
+        answer.set_item("consume_queues", consume_queues)?;
         answer.set_item("reads", reads)?;
         answer.set_item("url", &status.url)?;
         answer.set_item("segments", segments)?;

@@ -137,6 +137,16 @@ def _print_store(report: dict[str, Any], segments: bool) -> None:
             f"  {meaning}"
         )
     _print_split(tier)
+    queues = tier.get("consume_queue_files")
+    if queues and any(counts["segments"] for counts in queues.values()):
+        # Queue files follow their segments (format §7.5): counted apart, not as segments.
+        print(
+            "  consume-queue files in the tier: "
+            + ", ".join(
+                f"{counts['segments']} {state} ({human_bytes(counts['bytes'])})"
+                for state, counts in queues.items()
+            )
+        )
     info = tier["uploader"]
     print(f"  {uploader_line(info)}")
     if info["in_progress"]:

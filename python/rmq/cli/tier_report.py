@@ -52,6 +52,9 @@ def summarize(status: Mapping[str, Any]) -> dict[str, Any]:
         "states": {state: _count(segments, (state,)) for state in STATES},
         "local": _count(segments, LOCAL_STATES),
         "in_tier": _count(segments, TIER_STATES),
+        "consume_queue_files": {
+            state: _count(list(status.get("consume_queues", [])), (state,)) for state in TIER_STATES
+        },
     }
 
 

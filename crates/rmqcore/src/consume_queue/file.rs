@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::consume_queue::entry::{CqEntry, ENTRY_SIZE, PLACEHOLDER_SIZE};
+use crate::consume_queue::remote::RemoteQueueFiles;
 use crate::consume_queue::{ConsumeQueue, QueueBounds, QueueTraffic};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::{PageWarmer, WarmCursor};
@@ -34,6 +35,9 @@ pub struct FileConsumeQueue {
     /// Set by `append`, cleared by `flush`, so a flush skips idle queues.
     dirty: AtomicBool,
     warm_cursor: WarmCursor,
+    /// The store's tier, which holds the queue's evicted files (oldest first, all below
+    /// the first local file).
+    remote: Option<Arc<dyn RemoteQueueFiles>>,
 }
 
 impl FileConsumeQueue {
@@ -46,6 +50,7 @@ impl FileConsumeQueue {
         queue_id: i32,
         entries_per_file: usize,
         writable: bool,
+        remote: Option<Arc<dyn RemoteQueueFiles>>,
     ) -> Result<Self> {
         let segments = SegmentQueue::load(
             dir,
@@ -75,6 +80,7 @@ impl FileConsumeQueue {
             traffic: QueueTraffic::default(),
             dirty: AtomicBool::new(false),
             warm_cursor: WarmCursor::new(CONSUME_QUEUE_WARM_WINDOW),
+            remote,
         };
         queue.find_bounds();
         Ok(queue)
@@ -89,7 +95,13 @@ impl FileConsumeQueue {
         let Some(first) = segments.first() else {
             return;
         };
-        let first_index = (first.start_offset() / ENTRY_SIZE as u64) as i64;
+        // Evicted files come before the local ones: the queue starts at the oldest.
+        let first_start = self
+            .remote_first_start()
+            .map_or(first.start_offset(), |start| {
+                start.min(first.start_offset())
+            });
+        let first_index = (first_start / ENTRY_SIZE as u64) as i64;
         // Walk back over trailing files that hold no valid entry (a crash after creating
         // a file, or truncation).
         let mut max = first_index;
@@ -134,7 +146,9 @@ impl FileConsumeQueue {
 
     fn entry_unchecked(&self, queue_offset: i64) -> Option<CqEntry> {
         let logical = u64::try_from(queue_offset).ok()? * ENTRY_SIZE as u64;
-        let segment = self.segments.find(logical)?;
+        let Some(segment) = self.segments.find(logical) else {
+            return self.remote_entry(logical);
+        };
         let position = (logical - segment.start_offset()) as usize;
         Some(CqEntry::decode(segment.bytes(position, ENTRY_SIZE)))
     }
@@ -268,9 +282,11 @@ impl ConsumeQueue for FileConsumeQueue {
         // Invalid (zeroed) entries are removed too: pages of the queue's tail may have
         // been lost independently of each other, leaving holes.
         while max > min {
-            let entry = self
-                .entry_unchecked(max - 1)
-                .expect("entry below max exists");
+            // Only an evicted file the tier cannot serve lacks an entry below max; its
+            // entries point far below any truncation.
+            let Some(entry) = self.entry_unchecked(max - 1) else {
+                break;
+            };
             if entry.is_placeholder()
                 || (entry.is_valid() && entry.commitlog_end() <= commitlog_end)
             {
@@ -339,15 +355,34 @@ impl ConsumeQueue for FileConsumeQueue {
     /// Readers start at the first entry of a record the log still holds: the files
     /// keep entries of deleted segments until a whole file is below the log's start.
     fn correct_min_offset(&self, commitlog_min: i64) {
-        let first_start = self.segments.first().map_or(0, |segment| {
-            (segment.start_offset() / ENTRY_SIZE as u64) as i64
-        });
+        let local_start = self
+            .segments
+            .first()
+            .map_or(0, |segment| segment.start_offset());
+        let first_start = (self
+            .remote_first_start()
+            .map_or(local_start, |start| start.min(local_start))
+            / ENTRY_SIZE as u64) as i64;
+        // Checked first, so that a queue whose oldest entry the log still holds reads
+        // no evicted file at open.
+        let from = self.min_offset().max(first_start);
+        if self
+            .entry_unchecked(from)
+            .is_some_and(|entry| !entry.is_placeholder() && entry.commitlog_offset >= commitlog_min)
+        {
+            if from > self.min_offset() {
+                self.set_min_offset(from);
+            }
+            return;
+        }
         let (mut low, mut high) = (self.min_offset().max(first_start), self.max_offset());
         while low < high {
             let middle = low + (high - low) / 2;
-            let entry = self
-                .entry_unchecked(middle)
-                .expect("entry below max exists");
+            // An evicted file the tier cannot serve (unreachable, changed): the minimum
+            // stays, and reads of it find no entries (the tier's status says why).
+            let Some(entry) = self.entry_unchecked(middle) else {
+                return;
+            };
             if entry.is_placeholder() || entry.commitlog_offset < commitlog_min {
                 low = middle + 1;
             } else {
@@ -359,6 +394,9 @@ impl ConsumeQueue for FileConsumeQueue {
         }
     }
 }
+
+#[path = "file_tier.rs"]
+mod tier;
 
 #[cfg(test)]
 #[path = "file_tests.rs"]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::consume_queue::file::FileConsumeQueue;
+use crate::consume_queue::remote::{RemoteQueueFiles, SealedQueueFile};
 use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore};
 use crate::error::{Error, IoContext, Result};
 
@@ -19,6 +20,8 @@ pub struct FileConsumeQueueStore {
     entries_per_file: usize,
     writable: bool,
     queues: RwLock<QueuesByTopic>,
+    /// The store's tier, for queue files only it holds.
+    remote: Option<Arc<dyn RemoteQueueFiles>>,
 }
 
 impl FileConsumeQueueStore {
@@ -29,7 +32,12 @@ impl FileConsumeQueueStore {
     /// Load every `consumequeue/<topic>/<queueId>/` directory. Children that are not
     /// directories, and queue directories whose names are not integers, are skipped as
     /// RocketMQ skips them.
-    pub fn load(root: &Path, entries_per_file: usize, writable: bool) -> Result<Self> {
+    pub fn load(
+        root: &Path,
+        entries_per_file: usize,
+        writable: bool,
+        remote: Option<Arc<dyn RemoteQueueFiles>>,
+    ) -> Result<Self> {
         let dir = Self::dir(root);
         let mut queues: QueuesByTopic = HashMap::new();
         if dir.is_dir() {
@@ -61,6 +69,7 @@ impl FileConsumeQueueStore {
                         queue_id,
                         entries_per_file,
                         writable,
+                        remote.clone(),
                     )?;
                     queues
                         .entry(topic.clone())
@@ -74,6 +83,7 @@ impl FileConsumeQueueStore {
             entries_per_file,
             writable,
             queues: RwLock::new(queues),
+            remote,
         })
     }
 
@@ -121,6 +131,7 @@ impl ConsumeQueueStore for FileConsumeQueueStore {
             queue_id,
             self.entries_per_file,
             true,
+            self.remote.clone(),
         )?);
         by_id.insert(queue_id, Arc::clone(&queue));
         Ok(queue as Arc<dyn ConsumeQueue>)
@@ -176,6 +187,20 @@ impl ConsumeQueueStore for FileConsumeQueueStore {
             fs::remove_dir_all(&path).at(&path)?;
         }
         Ok(removed)
+    }
+
+    fn sealed_files(&self) -> Vec<SealedQueueFile> {
+        self.file_queues()
+            .iter()
+            .flat_map(|queue| queue.sealed_files())
+            .collect()
+    }
+
+    fn evict_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<bool> {
+        match self.file_queue(topic, queue_id) {
+            Some(queue) => queue.evict_first(start),
+            None => Ok(false),
+        }
     }
 
     fn flush(&self) -> Result<()> {

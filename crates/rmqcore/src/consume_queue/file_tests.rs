@@ -14,12 +14,12 @@ fn entry(offset: i64) -> CqEntry {
 #[test]
 fn appends_across_files_and_reloads() {
     let dir = tempfile::tempdir().unwrap();
-    let queue = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+    let queue = FileConsumeQueue::load(dir.path(), "T", 0, 4, true, None).unwrap();
     for n in 0..10 {
         queue.append(n, entry(n * 100)).unwrap();
     }
     assert_eq!(queue.segments().segments().len(), 3);
-    let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+    let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true, None).unwrap();
     assert_eq!((reloaded.min_offset(), reloaded.max_offset()), (0, 10));
     assert_eq!(reloaded.entry(9), Some(entry(900)));
     assert_eq!(reloaded.entry(10), None);
@@ -28,14 +28,14 @@ fn appends_across_files_and_reloads() {
 #[test]
 fn truncation_removes_entries_past_the_log_end() {
     let dir = tempfile::tempdir().unwrap();
-    let queue = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+    let queue = FileConsumeQueue::load(dir.path(), "T", 0, 4, true, None).unwrap();
     for n in 0..10 {
         queue.append(n, entry(n * 100)).unwrap();
     }
     assert_eq!(queue.truncate_from_physical(450).unwrap(), 6);
     assert_eq!(queue.max_offset(), 4);
     assert_eq!(queue.segments().segments().len(), 1);
-    let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+    let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true, None).unwrap();
     assert_eq!(reloaded.max_offset(), 4);
     reloaded.append(4, entry(400)).unwrap();
 }
@@ -43,8 +43,8 @@ fn truncation_removes_entries_past_the_log_end() {
 #[test]
 fn a_queue_starting_past_zero_is_padded_with_placeholders() {
     let dir = tempfile::tempdir().unwrap();
-    let queue = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+    let queue = FileConsumeQueue::load(dir.path(), "T", 0, 4, true, None).unwrap();
     queue.append(6, entry(600)).unwrap();
-    let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true).unwrap();
+    let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true, None).unwrap();
     assert_eq!((reloaded.min_offset(), reloaded.max_offset()), (6, 7));
 }

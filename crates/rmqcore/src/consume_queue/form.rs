@@ -102,6 +102,7 @@ pub fn open(
     options: &StoreOptions,
     commitlog_min: i64,
     log_has_records: bool,
+    remote: Option<std::sync::Arc<dyn crate::consume_queue::remote::RemoteQueueFiles>>,
 ) -> Result<Box<dyn ConsumeQueueStore>> {
     let writable = !options.read_only;
     let rebuild = options.rebuild_consume_queues && writable;
@@ -110,6 +111,7 @@ pub fn open(
             root,
             options.consume_queue_entries_per_file,
             writable,
+            remote,
         )?),
         ConsumeQueueType::RocksDb => {
             let dir = RocksDbConsumeQueueStore::dir(root);

@@ -11,6 +11,7 @@ pub mod entry;
 pub mod file;
 pub mod file_store;
 pub mod form;
+pub mod remote;
 pub mod rocksdb;
 pub mod traffic;
 
@@ -205,6 +206,16 @@ pub trait ConsumeQueueStore: Send + Sync + std::fmt::Debug {
     }
     /// Make every entry appended so far durable.
     fn flush(&self) -> Result<()>;
+    /// Queue files that may move to the tier (the file form's sealed files; the
+    /// RocksDB form keeps its entries local and has none).
+    fn sealed_files(&self) -> Vec<remote::SealedQueueFile> {
+        Vec::new()
+    }
+    /// Delete the local copy of a queue file the tier holds (the queue's oldest);
+    /// false when it is not the oldest.
+    fn evict_file(&self, _topic: &str, _queue_id: i32, _start: u64) -> Result<bool> {
+        Ok(false)
+    }
     /// Let go of what the store holds open (called once, when the store closes).
     fn close(&self) {}
 

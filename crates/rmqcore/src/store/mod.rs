@@ -32,6 +32,7 @@ mod metrics;
 mod read;
 mod read_ahead;
 mod tiering;
+mod tiering_queues;
 mod write;
 
 pub use metrics::{HistogramSnapshot, MetricsSnapshot, QueueTrafficSnapshot};
@@ -136,6 +137,8 @@ impl Store {
             &options,
             commit_log.min_offset() as i64,
             !commit_log.segments().segments().is_empty(),
+            tier.as_ref()
+                .map(|uploader| Arc::clone(uploader.remote()) as _),
         )?;
         let checkpoint = Checkpoint::load(root)?;
         let topics = TopicConfigTable::load(root)?;

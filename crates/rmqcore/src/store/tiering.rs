@@ -48,6 +48,10 @@ pub struct TierStatus {
     pub segments: Vec<(u64, u64, SegmentTier)>,
     pub upload: UploadStatus,
     pub reads: crate::tier::remote_log::ReadStats,
+    /// Consume-queue files in the tier: path under `consumequeue/`, size, local copy kept.
+    pub consume_queues: Vec<(String, u64, bool)>,
+    /// The last failed read of an evicted queue file.
+    pub queue_read_failure: Option<String>,
 }
 
 /// The tier a store opens with: the one asked for, or the one its state records (a
@@ -110,6 +114,7 @@ pub(super) fn open_tier(
             segment.local = false;
         }
     }
+    super::tiering_queues::recover_queue_files(root, &mut state);
     let compacted_dir = root.join(crate::index::COMPACTED_INDEX_DIR);
     for (name, file) in &mut state.index_files {
         if file.local && !compacted_dir.join(name).exists() {
@@ -173,6 +178,9 @@ impl StoreInner {
                 && uploader
                     .upload_index_files(&self.compacted_index_files())
                     .is_ok()
+                && uploader
+                    .upload_queue_files(&self.queue_files_to_upload(uploader.remote()))
+                    .is_ok()
             {
                 // Failures show in the status and the next explicit run's report.
                 let _ = self.run_retention(now_millis(), false);
@@ -196,6 +204,7 @@ impl StoreInner {
             Some(uploader) => {
                 let segments = uploader.upload_sealed(&self.sealed_segments(), true)?;
                 uploader.upload_index_files(&self.compacted_index_files())?;
+                uploader.upload_queue_files(&self.queue_files_to_upload(uploader.remote()))?;
                 Ok(segments)
             }
             None => Err(Error::invalid("tier_url", "the store has no tier")),
@@ -341,6 +350,7 @@ impl StoreInner {
             index_files_deleted = self.index.delete_files_below(commitlog_min_offset as i64)?;
         }
         index_files_deleted += self.tier_index_files(remote)?.1;
+        self.tier_queue_files(remote)?;
         Ok(RetentionReport {
             deleted,
             evicted,
@@ -387,6 +397,12 @@ impl Store {
             segments,
             upload,
             reads: remote.read_stats(),
+            consume_queues: state
+                .consume_queues
+                .iter()
+                .map(|(key, file)| (key.clone(), file.size, file.local))
+                .collect(),
+            queue_read_failure: remote.queue_read_failure(),
         }))
     }
 

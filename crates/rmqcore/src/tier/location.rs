@@ -66,6 +66,12 @@ impl TierLocation {
         self.under_prefix(&format!("index/{name}"))
     }
 
+    /// A consume-queue file keeps its path under `consumequeue/`
+    /// (`TieredQueueFile::key`).
+    pub fn queue_file(&self, key: &str) -> ObjectPath {
+        self.under_prefix(&format!("consumequeue/{key}"))
+    }
+
     pub fn segments_prefix(&self) -> ObjectPath {
         self.under_prefix("commitlog")
     }

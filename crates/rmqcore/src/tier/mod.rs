@@ -6,6 +6,8 @@
 //! CRC32 confirmed by the bucket, recorded in `tier/state.json`) -> evicted (local file
 //! deleted; only after the upload is recorded) -> expired (deleted from the bucket by
 //! tier retention). `uploader.rs` moves segments along; `remote_log.rs` reads them.
+//! Compacted index files and the file form's sealed consume-queue files follow the
+//! segments they point into (`remote_index.rs`, `remote_queue.rs`).
 
 mod block_cache;
 pub mod location;
@@ -14,9 +16,10 @@ mod ranged_reads;
 pub mod reader;
 mod remote_index;
 pub mod remote_log;
+mod remote_queue;
 pub mod state;
 pub mod uploader;
 
 pub use location::TierLocation;
 pub use object_client::{ObjectClient, TierEndpoint};
-pub use state::{TierState, TieredSegment};
+pub use state::{TierState, TieredQueueFile, TieredSegment};

@@ -111,7 +111,8 @@ impl RemoteLog {
     }
 }
 
-/// Slot tables of index files only the tier holds, oldest kept first out past a budget.
+/// Slot tables of index files only the tier holds (and whole queue files,
+/// `remote_queue.rs`), oldest kept first out past a budget.
 #[derive(Debug)]
 pub struct SlotTables {
     budget: usize,
@@ -130,13 +131,13 @@ impl SlotTables {
         }
     }
 
-    fn get(&self, name: &str) -> Option<Bytes> {
+    pub(super) fn get(&self, name: &str) -> Option<Bytes> {
         self.tables.get(name).cloned()
     }
 
     /// Keep `table`, letting the oldest go while over budget (a table larger than the
     /// whole budget is not kept: its lookups read their slot each time).
-    fn insert(&mut self, name: &str, table: Bytes) {
+    pub(super) fn insert(&mut self, name: &str, table: Bytes) {
         if table.len() > self.budget || self.tables.contains_key(name) {
             return;
         }

@@ -25,6 +25,11 @@ pub struct RemoteLog {
     pub(super) reads: Arc<ReadCounters>,
     /// Index files' slot tables (`remote_index.rs`), a quarter of the read cache's bytes.
     pub(super) slot_tables: Mutex<super::remote_index::SlotTables>,
+    /// Evicted consume-queue files, checked whole (`remote_queue.rs`), a quarter of the
+    /// read cache's bytes.
+    pub(super) queue_files: Mutex<super::remote_index::SlotTables>,
+    /// The last failed read of a queue file, for the status.
+    pub(super) queue_read_failure: Mutex<Option<String>>,
 }
 
 /// What reads of evicted segments cost: requests to the bucket and what they fetched.
@@ -72,6 +77,8 @@ impl RemoteLog {
             cache: Arc::new((Mutex::new(BlockCache::new(cache_bytes)), Condvar::new())),
             reads: Arc::new(ReadCounters::default()),
             slot_tables: Mutex::new(super::remote_index::SlotTables::new(cache_bytes / 4)),
+            queue_files: Mutex::new(super::remote_index::SlotTables::new(cache_bytes / 4)),
+            queue_read_failure: Mutex::new(None),
         }
     }
 

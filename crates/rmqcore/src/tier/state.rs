@@ -46,6 +46,30 @@ pub struct TieredIndexFile {
     pub local: bool,
 }
 
+/// A sealed consume-queue file (file form, format §2) in the tier, keyed in the state by
+/// its path under `consumequeue/` (`<topic>/<queueId>/<20-digit start offset>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TieredQueueFile {
+    pub topic: String,
+    pub queue_id: i32,
+    /// Logical byte offset of its first entry (its file name).
+    pub start_offset: u64,
+    pub size: u64,
+    pub crc32: u32,
+    /// The commit-log end of its last entry: the file follows the segments below it
+    /// (evicted once they all are, expired once they all expired).
+    pub last_commitlog_end: i64,
+    pub local: bool,
+}
+
+impl TieredQueueFile {
+    /// Its key in the state, and its path under `consumequeue/`, locally and in the tier.
+    pub fn key(topic: &str, queue_id: i32, start_offset: u64) -> String {
+        format!("{topic}/{queue_id}/{start_offset:020}")
+    }
+}
+
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TierState {
@@ -62,6 +86,10 @@ pub struct TierState {
     /// Compacted index files uploaded, by name (names sort in log order).
     #[serde(default)]
     pub index_files: BTreeMap<String, TieredIndexFile>,
+    /// Consume-queue files uploaded, by `TieredQueueFile::key` (a queue's files sort in
+    /// offset order).
+    #[serde(default)]
+    pub consume_queues: BTreeMap<String, TieredQueueFile>,
 }
 
 impl TierState {
@@ -79,6 +107,15 @@ impl TierState {
             std::fs::create_dir_all(dir).map_err(|error| crate::error::Error::io(dir, error))?;
         }
         persist_json_config(&path, self)
+    }
+
+    /// The end of the newest uploaded segment: queue files whose entries all point
+    /// below it may go to the tier.
+    pub fn uploaded_end(&self) -> u64 {
+        self.segments
+            .values()
+            .next_back()
+            .map_or(0, TieredSegment::end_offset)
     }
 
     /// Segments with no local copy, oldest first.

@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::remote_log::RemoteLog;
-use super::state::{TieredIndexFile, TieredSegment};
+use super::state::{TieredIndexFile, TieredQueueFile, TieredSegment};
 use crate::clock::now_millis;
+use crate::consume_queue::remote::SealedQueueFile;
 use crate::error::{Error, Result};
 use crate::files::segment::Segment;
 use crate::index::compacted::CompactedIndexFile;
@@ -129,6 +130,45 @@ impl Uploader {
                 Ok(tiered) => {
                     self.remote.update(|state| {
                         state.index_files.insert(name.clone(), tiered);
+                    })?;
+                    recorded += 1;
+                }
+                Err(error) => {
+                    self.failed(&error);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(recorded)
+    }
+
+    /// Upload every queue file in `files` the state lacks (the caller chose them: sealed,
+    /// their entries all in uploaded segments); returns how many were recorded.
+    pub fn upload_queue_files(&self, files: &[SealedQueueFile]) -> Result<usize> {
+        let _one_pass = self.one_pass.lock().expect("upload pass lock");
+        let state = self.remote.state();
+        let mut recorded = 0;
+        for file in files {
+            let start = file.segment.start_offset();
+            let key = TieredQueueFile::key(&file.topic, file.queue_id, start);
+            if state.consume_queues.contains_key(&key) {
+                continue;
+            }
+            let object = self.remote.client().location().queue_file(&key);
+            let bytes = file.segment.bytes(0, file.segment.size());
+            match self.upload_confirmed(&object, bytes, None) {
+                Ok(crc32) => {
+                    let tiered = TieredQueueFile {
+                        topic: file.topic.clone(),
+                        queue_id: file.queue_id,
+                        start_offset: start,
+                        size: bytes.len() as u64,
+                        crc32,
+                        last_commitlog_end: file.last_commitlog_end,
+                        local: true,
+                    };
+                    self.remote.update(|state| {
+                        state.consume_queues.insert(key, tiered);
                     })?;
                     recorded += 1;
                 }

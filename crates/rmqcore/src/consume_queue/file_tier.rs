@@ -1,0 +1,59 @@
+//! A file-form queue's side of the tier (format §7.5): its evicted files, read through
+//! the store's tier, and its sealed files, offered to the uploader. Evicted files all
+//! come before the local ones, so a lookup the local files miss below them goes here.
+
+use super::FileConsumeQueue;
+use crate::consume_queue::entry::{CqEntry, ENTRY_SIZE};
+use crate::consume_queue::remote::SealedQueueFile;
+use crate::error::Result;
+
+impl FileConsumeQueue {
+    pub(super) fn remote_first_start(&self) -> Option<u64> {
+        self.remote
+            .as_ref()?
+            .first_start(&self.topic, self.queue_id)
+    }
+
+    /// The entry at `logical` from an evicted file; None when none holds it or the
+    /// file cannot be read whole and checked (the failure goes to the tier's status).
+    pub(super) fn remote_entry(&self, logical: u64) -> Option<CqEntry> {
+        let remote = self.remote.as_ref()?;
+        let start = remote.holding(&self.topic, self.queue_id, logical)?;
+        match remote.read_file(&self.topic, self.queue_id, start) {
+            Ok(bytes) => {
+                let position = (logical - start) as usize;
+                let entry = bytes.get(position..position + ENTRY_SIZE)?;
+                Some(CqEntry::decode(entry))
+            }
+            Err(error) => {
+                remote.note_read_failure(&error);
+                None
+            }
+        }
+    }
+
+    /// Every local file but the last (sealed: the writer moved on), with the commit-log
+    /// end of its last entry.
+    pub fn sealed_files(&self) -> Vec<SealedQueueFile> {
+        let mut segments = self.segments.segments();
+        segments.pop();
+        segments
+            .into_iter()
+            .map(|segment| {
+                let last = CqEntry::decode(segment.bytes(segment.size() - ENTRY_SIZE, ENTRY_SIZE));
+                SealedQueueFile {
+                    topic: self.topic.clone(),
+                    queue_id: self.queue_id,
+                    last_commitlog_end: last.commitlog_end(),
+                    segment,
+                }
+            })
+            .collect()
+    }
+
+    /// Delete the local copy of the oldest file, starting at `start`, once the tier has
+    /// it; false when it is not the oldest local file (or the only one).
+    pub fn evict_first(&self, start: u64) -> Result<bool> {
+        Ok(self.segments.remove_first_if(start)?.is_some())
+    }
+}

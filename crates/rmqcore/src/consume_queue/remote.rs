@@ -1,0 +1,33 @@
+//! Consume-queue files (file form) whose local copy is gone, kept in the store's tier
+//! (format §7.5): what a queue needs to read their entries. The RocksDB form keeps its
+//! entries local; only the file form's sealed files move.
+
+use bytes::Bytes;
+
+use crate::error::Result;
+use crate::files::segment::Segment;
+use std::sync::Arc;
+
+/// Evicted queue files, by topic, queue id and logical start offset (bytes).
+pub trait RemoteQueueFiles: Send + Sync + std::fmt::Debug {
+    /// The start offset of the queue's oldest evicted file.
+    fn first_start(&self, topic: &str, queue_id: i32) -> Option<u64>;
+    /// The evicted file holding logical byte `logical`, as its start offset.
+    fn holding(&self, topic: &str, queue_id: i32, logical: u64) -> Option<u64>;
+    /// The whole file, checked against the size and CRC32 recorded at upload: a range of
+    /// 20-byte entries carries no checksum of its own, so nothing less can be trusted.
+    fn read_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<Bytes>;
+    /// A read failed (bucket unreachable, object changed): kept for the tier's status,
+    /// since a queue read answers only with "no entry".
+    fn note_read_failure(&self, error: &crate::error::Error);
+}
+
+/// A sealed queue file (a newer one exists for its queue), as the uploader sees it.
+#[derive(Debug, Clone)]
+pub struct SealedQueueFile {
+    pub topic: String,
+    pub queue_id: i32,
+    pub segment: Arc<Segment>,
+    /// The commit-log end of its last entry: every entry points below it.
+    pub last_commitlog_end: i64,
+}
