@@ -10,10 +10,6 @@ retention removes what expired.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +19,7 @@ import rmq
 from rmq.errors import CorruptRecordError, OffsetOutOfRangeError, TierError
 
 from tests.support.s3_server import S3Server
+from tests.support.tier_crash import MESSAGES_PER_ROUND, ROUNDS, kill_tiered_writers
 
 SEGMENT = 64 * 1024
 
@@ -221,48 +218,18 @@ def test_tier_retention_removes_expired_segments_from_the_bucket_and_the_store(
     store.close()
 
 
-CRASHER = textwrap.dedent(
-    """
-    import sys, rmq
-    path, bucket, endpoint = sys.argv[1:4]
-    store = rmq.Store(path, commitlog_segment_size=64 * 1024, tier_url=f"s3://{bucket}/shard-0",
-                      tier_endpoint=endpoint, local_retention_bytes=0)
-    i = 0
-    while True:
-        store.put("Orders", b"x" * 300, queue_id=i % 2, keys=[f"k{i}"])
-        i += 1
-        if i % 400 == 0:
-            store.upload_to_tier()
-            store.run_retention()
-        if i == 4000:
-            print("ready", flush=True)
-    """
-)
-
-
 def test_sigkill_during_uploads_and_evictions_loses_nothing_and_uploads_nothing_twice(
     tmp_path: Path, s3_server: S3Server, s3_bucket: str
 ) -> None:
     path = tmp_path / "store"
-    for round_ in range(3):
-        child = subprocess.Popen(
-            [sys.executable, "-c", CRASHER, str(path), s3_bucket, s3_server.endpoint],
-            env=s3_server.subprocess_env(),
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "ready"
-        time.sleep(0.3 * (round_ + 1))
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+    kill_tiered_writers(path, s3_server, s3_bucket)
     env = s3_server.aws_env()
     os.environ.update(env)
     try:
         store = rmq.Store(str(path))
         # Every message the killed processes stored is readable, evicted or not.
         count = sum(store.max_offset("Orders", q) - store.min_offset("Orders", q) for q in (0, 1))
-        assert count >= 3 * 4000
+        assert count >= ROUNDS * MESSAGES_PER_ROUND
         for q in (0, 1):
             assert store.min_offset("Orders", q) == 0
             offset, end = 0, store.max_offset("Orders", q)

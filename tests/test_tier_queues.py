@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +19,7 @@ import rmq
 
 from tests.support.cli import rmq_cli
 from tests.support.s3_server import S3Server
+from tests.support.tier_crash import kill_tiered_writers
 
 SEGMENT = 64 * 1024
 # Small queue files, so a few thousand messages make several sealed ones per queue.
@@ -203,42 +200,11 @@ def test_a_crash_between_upload_and_eviction_leaves_a_consistent_state(
     store.close()
 
 
-CRASHER = textwrap.dedent(
-    """
-    import sys, rmq
-    path, bucket, endpoint = sys.argv[1:4]
-    store = rmq.Store(path, commitlog_segment_size=64 * 1024, tier_url=f"s3://{bucket}/shard-0",
-                      tier_endpoint=endpoint, local_retention_bytes=0,
-                      consume_queue_entries_per_file=100)
-    i = 0
-    while True:
-        store.put("Orders", b"x" * 300, queue_id=i % 2, keys=[f"k{i}"])
-        i += 1
-        if i % 400 == 0:
-            store.upload_to_tier()
-            store.run_retention()
-        if i == 4000:
-            print("ready", flush=True)
-    """
-)
-
-
 def test_sigkill_of_a_writer_moving_queue_files_loses_nothing(
     tmp_path: Path, s3_server: S3Server, s3_bucket: str
 ) -> None:
     path = tmp_path / "store"
-    for round_ in range(3):
-        child = subprocess.Popen(
-            [sys.executable, "-c", CRASHER, str(path), s3_bucket, s3_server.endpoint],
-            env=s3_server.subprocess_env(),
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "ready"
-        time.sleep(0.3 * (round_ + 1))
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+    kill_tiered_writers(path, s3_server, s3_bucket, '{"consume_queue_entries_per_file": 100}')
     env = s3_server.aws_env()
     os.environ.update(env)
     try:
