@@ -55,6 +55,15 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 
 
 @pytest.fixture
+def aws_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
+    """``s3_server`` with its credentials in this test's ``AWS_*`` environment, as a
+    store opened in-process reads them."""
+    for name, value in s3_server.aws_env().items():
+        monkeypatch.setenv(name, value)
+    return s3_server
+
+
+@pytest.fixture
 def s3_bucket(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
     """A new, empty bucket on ``s3_server`` for this test; its name."""
     s3_server.start()  # a no-op unless an earlier test left the server stopped

@@ -24,13 +24,6 @@ from tests.support.tier_crash import MESSAGES_PER_ROUND, ROUNDS, kill_tiered_wri
 SEGMENT = 64 * 1024
 
 
-@pytest.fixture
-def aws_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
-    for name, value in s3_server.aws_env().items():
-        monkeypatch.setenv(name, value)
-    return s3_server
-
-
 def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
     return rmq.Store(
         str(path),

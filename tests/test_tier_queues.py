@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 import rmq
 
 from tests.support.cli import rmq_cli
@@ -24,13 +23,6 @@ from tests.support.tier_crash import kill_tiered_writers
 SEGMENT = 64 * 1024
 # Small queue files, so a few thousand messages make several sealed ones per queue.
 ENTRIES_PER_FILE = 100
-
-
-@pytest.fixture
-def aws_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
-    for name, value in s3_server.aws_env().items():
-        monkeypatch.setenv(name, value)
-    return s3_server
 
 
 def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import rmq
 
 from tests.support.s3_server import S3Server
@@ -15,13 +14,6 @@ from tests.support.s3_server import S3Server
 SEGMENT = 8 << 20
 BODY = 4096
 RUN = 384  # messages per queue in a row: 1.5 MiB, more than the 1 MiB gaps filled in
-
-
-@pytest.fixture
-def aws_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
-    for name, value in s3_server.aws_env().items():
-        monkeypatch.setenv(name, value)
-    return s3_server
 
 
 def body(queue: int, i: int) -> bytes:
