@@ -10,6 +10,9 @@ fixture of the module starts them). See tests/support/brokers.py.
 
 ``s3_server`` is a real S3-compatible server (versitygw) for the session and ``s3_bucket``
 a fresh bucket on it for one test. See tests/support/s3_server.py.
+
+``harness`` is RocketMQ's own store library (the Java harness under tests/interop/), for
+the interop tests. See tests/support/rocketmq_interop.py.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.brokers import Brokers
+from tests.support.rocketmq_interop import Harness, build_harness
 from tests.support.s3_server import S3Server
 
 
@@ -69,3 +73,10 @@ def s3_bucket(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
     s3_server.start()  # a no-op unless an earlier test left the server stopped
     stem = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     return s3_server.create_bucket(f"{stem or 'test'}-{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture(scope="session")
+def harness() -> Harness:
+    """RocketMQ's own store library in a Java harness, built with Maven once per session
+    (see tests/support/rocketmq_interop.py)."""
+    return build_harness()

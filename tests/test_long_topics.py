@@ -5,7 +5,7 @@ RocketMQ 5 accepts consumer groups of up to 255 characters, so its ``%RETRY%`` a
 rmq accepts every such name up to 255 bytes (a consume-queue directory's limit), writes V2
 records for them as RocketMQ 5 does, and refuses them in a store opened with
 ``v1_records_only=True`` (kept readable by RocketMQ 4.9). RocketMQ's own reading of these
-files is checked in test_interop_rocketmq.py.
+files is checked in test_interop_rocketmq_read.py and test_interop_rocketmq_write.py.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 under ``consumequeue/`` and behaves like the file form through the whole API; the form is
 recorded, so a reopen cannot switch it; a damaged or missing database gives a clear error
 and ``rebuild_consume_queues`` (``rmq rebuild``) recreates it from the commit log.
-RocketMQ's own reading of these files is in test_interop_rocketmq.py; SIGKILL crash loops
-in test_durability_crash_loop.py.
+RocketMQ's own reading of these files is in test_interop_rocketmq_read.py and
+test_interop_rocketmq_write.py; SIGKILL crash loops in test_durability_crash_loop.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 Prints JSON lines (one message, or one batch, per line) in the format of the Java
 harness's ``write`` command (see tests/interop/src/main/java/rmq/interop/MessageSpec.java).
 The list is deterministic: ``scripts/regen-rocketmq-fixtures`` feeds it to RocketMQ, and
-tests/test_interop_rocketmq.py feeds the same messages to rmq for the other direction.
+tests/test_interop_rocketmq_write.py feeds the same messages to rmq for the other direction.
 
 It covers: several topics and queues, tags, several keys per message, a key shared by
 many messages and the same key in two topics, unicode in tags, keys, properties and

@@ -3,7 +3,7 @@
 tests/rocketmq_clients/java/.
 
 ``build_harness()`` builds it with Maven once per session (``mvn -B -q``, offline first,
-online when the local repository lacks something, as tests/test_interop_rocketmq.py does);
+online when the local repository lacks something: tests/support/maven.py);
 ``JavaClient`` runs its commands against an access point and returns their JSON lines.
 Without Java or Maven the tests fail, they are not skipped.
 """
@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.maven import java_and_maven, maven_package
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 HARNESS_DIR = ROOT / "tests" / "rocketmq_clients" / "java"
 JAR = HARNESS_DIR / "target" / "rmq-v2client.jar"
 
-MAVEN_TIMEOUT_S = 540
 # The client starts in about a second; each command adds its own time limit to this.
 STARTUP_ALLOWANCE_S = 30
 JAVA_OPTIONS = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
@@ -33,31 +34,13 @@ JAVA_OPTIONS = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 Line = dict[str, Any]
 
 
-def _maven(mvn: str, offline: bool) -> subprocess.CompletedProcess[str]:
-    command = [mvn, "-B", "-q", "-Dstyle.color=never", "package"]
-    if offline:
-        command.insert(1, "-o")
-    return subprocess.run(
-        command, cwd=HARNESS_DIR, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S
-    )
-
-
 @functools.cache
 def build_harness() -> Path:
     """Builds the harness (once per process) and returns its runnable jar."""
-    java, mvn = shutil.which("java"), shutil.which("mvn")
-    if java is None or mvn is None:
-        pytest.fail("the RocketMQ 5 Java client tests need java (17+) and mvn on PATH")
-    # Offline first: once ~/.m2 holds the jars no network is needed. The first run falls
-    # back to the Maven client's default repositories.
-    built = _maven(mvn, offline=True)
-    if built.returncode != 0:
-        built = _maven(mvn, offline=False)
-    if built.returncode != 0 or not JAR.is_file():
-        pytest.fail(
-            "building the RocketMQ 5 Java client harness failed:\n"
-            + (built.stdout + built.stderr)[-4000:]
-        )
+    java_and_maven("the RocketMQ 5 Java client tests")
+    maven_package(HARNESS_DIR, what="the RocketMQ 5 Java client harness")
+    if not JAR.is_file():
+        pytest.fail(f"Maven built the RocketMQ 5 Java client harness but {JAR} is missing")
     return JAR
 
 
