@@ -57,6 +57,9 @@ def test_a_future_resolves_with_where_the_message_was_stored(client: Client) -> 
     assert first.done() and not first.running() and first.exception() is None
     assert not first.cancel() and not first.cancelled()
     assert "core/2" in repr(first) and "finished" in repr(first)
+    fields = (a.topic, a.queue_id, a.queue_offset, a.msg_id, a.commitlog_offset)
+    assert a == SendResult(*fields, a.store_timestamp) != SendResult(*fields, 0)
+    assert hash(a) == hash(first.result()) and repr(a).startswith("SendResult(topic='core'")
     [found] = client.query_by_key("core", "k-1")
     assert found.body == b"one" and found.keys == ("k-1",)
     assert client.query_by_key("core", "k-3")[0].body == b"two"

@@ -3,6 +3,7 @@
 Checked against the compiled module by ``mypy.stubtest`` in the test suite.
 """
 
+import logging
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
@@ -10,7 +11,6 @@ from typing import Any, ClassVar, final
 
 from typing_extensions import disjoint_base
 
-from rmq.client.messages import SendResult
 from rmq.errors import BrokerError, CorruptRecordError
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "SegmentDecoder",
     "SendBatch",
     "SendFuture",
+    "SendResult",
     "ShardServer",
     "Store",
     "TierReader",
@@ -178,6 +179,34 @@ class SendBatch:
     def __len__(self) -> int: ...
 
 @final
+class SendResult:
+    """Where the broker stored one message a producer sent (``rmq.client.SendResult``)."""
+
+    def __new__(
+        cls,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        msg_id: str,
+        commitlog_offset: int,
+        store_timestamp: int,
+    ) -> SendResult: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def queue_id(self) -> int: ...
+    @property
+    def queue_offset(self) -> int: ...
+    @property
+    def msg_id(self) -> str: ...
+    @property
+    def commitlog_offset(self) -> int: ...
+    @property
+    def store_timestamp(self) -> int: ...
+
+@final
 class SendFuture:
     """The pending result of one ``Producer.send``, resolved with its batch. The methods
     are those of ``concurrent.futures.Future`` that make sense for a send (a queued send
@@ -277,6 +306,7 @@ class ProducerCore:
         max_buffered_bytes: int,
         max_buffered_messages: int,
         retry_timeout: float = 30.0,
+        callback_log: logging.Logger | None = None,
     ) -> None: ...
     def send(
         self,

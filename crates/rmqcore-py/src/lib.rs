@@ -18,6 +18,7 @@ mod retention_report;
 mod send_batch;
 mod send_batches;
 mod send_future;
+mod send_result;
 mod shard_server;
 mod store;
 mod store_metrics;
@@ -37,6 +38,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<send_batch::PySendBatch>()?;
     module.add_class::<producer_core::PyProducerCore>()?;
     module.add_class::<send_future::PySendFuture>()?;
+    module.add_class::<send_result::PySendResult>()?;
     module.add_class::<received_message::PyReceivedMessage>()?;
     module.add_class::<recovery_report::PyRecoveryReport>()?;
     module.add_class::<verify_report::PyVerifyReport>()?;

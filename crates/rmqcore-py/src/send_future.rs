@@ -14,9 +14,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
 use rmqproto::v1::SendResponse;
+
+use crate::send_result::PySendResult;
 
 /// How long a wait sleeps before it checks for Ctrl-C.
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
@@ -39,6 +39,9 @@ struct OutcomeState {
 pub struct BatchOutcome {
     topic: String,
     queue_id: i32,
+    /// Where a failing callback is reported: the producer's logger, or (None)
+    /// `sys.unraisablehook`.
+    callback_log: Option<Py<PyAny>>,
     state: Mutex<OutcomeState>,
     finished: Condvar,
 }
@@ -52,10 +55,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl BatchOutcome {
-    pub fn new(topic: &str, queue_id: i32) -> Arc<Self> {
+    pub fn new(topic: &str, queue_id: i32, callback_log: Option<Py<PyAny>>) -> Arc<Self> {
         Arc::new(BatchOutcome {
             topic: topic.to_owned(),
             queue_id,
+            callback_log,
             state: Mutex::new(OutcomeState::default()),
             finished: Condvar::new(),
         })
@@ -73,7 +77,7 @@ impl BatchOutcome {
         };
         self.finished.notify_all();
         for (future, callback) in callbacks {
-            call_back(py, &callback, future);
+            self.call_back(py, &callback, future);
         }
     }
 
@@ -117,6 +121,26 @@ impl BatchOutcome {
         }
     }
 
+    /// As `concurrent.futures` does: a failing callback is logged and harms no other.
+    fn call_back(&self, py: Python<'_>, callback: &Py<PyAny>, future: Py<PySendFuture>) {
+        let Err(error) = callback.call1(py, (future,)) else {
+            return;
+        };
+        let logged = self.callback_log.as_ref().map(|logger| {
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("exc_info", error.value(py))?;
+            logger.call_method(
+                py,
+                "error",
+                ("send callback %r failed", callback.bind(py)),
+                Some(&kwargs),
+            )
+        });
+        if !matches!(logged, Some(Ok(_))) {
+            error.write_unraisable(py, Some(callback.bind(py)));
+        }
+    }
+
     /// The exception the batch failed with, if it did.
     fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
         match &lock(&self.state).answer {
@@ -140,27 +164,6 @@ impl BatchOutcome {
     }
 }
 
-/// As `concurrent.futures` does: a failing callback is logged and harms no other.
-fn call_back(py: Python<'_>, callback: &Py<PyAny>, future: Py<PySendFuture>) {
-    if let Err(error) = callback.call1(py, (future,)) {
-        let logged = py
-            .import("logging")
-            .and_then(|logging| logging.call_method1("getLogger", ("rmq.client.producer",)))
-            .and_then(|logger| {
-                let kwargs = pyo3::types::PyDict::new(py);
-                kwargs.set_item("exc_info", error.value(py))?;
-                logger.call_method(
-                    "error",
-                    ("send callback %r failed", callback.bind(py)),
-                    Some(&kwargs),
-                )
-            });
-        if logged.is_err() {
-            error.print(py);
-        }
-    }
-}
-
 /// The pending result of one `Producer.send`.
 #[pyclass(frozen, module = "rmq._rmqcore", name = "SendFuture")]
 pub struct PySendFuture {
@@ -179,8 +182,6 @@ impl PySendFuture {
         Ok(future)
     }
 }
-
-static SEND_RESULT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 #[pymethods]
 impl PySendFuture {
@@ -204,7 +205,7 @@ impl PySendFuture {
     /// Where the broker stored the message; raises what the send failed with, or
     /// `TimeoutError` if `timeout` seconds pass first.
     #[pyo3(signature = (timeout=None))]
-    fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+    fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<PySendResult> {
         self.wait(py, timeout)?;
         if let Some(error) = self.outcome.error(py) {
             return Err(PyErr::from_value(error.into_bound(py)));
@@ -214,15 +215,14 @@ impl PySendFuture {
             .outcome
             .stored(self.index)
             .expect("a finished batch that did not fail has an answer per message");
-        let kwargs = pyo3::types::PyDict::new(py);
-        kwargs.set_item("topic", &self.outcome.topic)?;
-        kwargs.set_item("queue_id", self.outcome.queue_id)?;
-        kwargs.set_item("queue_offset", queue_offset)?;
-        kwargs.set_item("msg_id", msg_id)?;
-        kwargs.set_item("commitlog_offset", commitlog_offset)?;
-        kwargs.set_item("store_timestamp", store_timestamp)?;
-        let class = SEND_RESULT.import(py, "rmq.client.messages", "SendResult")?;
-        Ok(class.call((), Some(&kwargs))?.unbind())
+        Ok(PySendResult {
+            topic: self.outcome.topic.clone(),
+            queue_id: self.outcome.queue_id,
+            queue_offset,
+            msg_id,
+            commitlog_offset,
+            store_timestamp,
+        })
     }
 
     /// The exception the send failed with, or None once it succeeded.
@@ -243,7 +243,7 @@ impl PySendFuture {
                 return;
             }
         }
-        call_back(py, &callback, slf.unbind());
+        outcome.call_back(py, &callback, slf.unbind());
     }
 
     fn __repr__(&self) -> String {

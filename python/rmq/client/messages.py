@@ -1,28 +1,18 @@
 """Plain values the client hands out. (A message a consumer pulled or a lookup found is
 the engine's ``rmq._rmqcore.ReceivedMessage``, read from the response's bytes.)
 
-The engine's producer makes its ``SendResult`` by importing it from here: keep it here.
+``SendResult`` is the engine's (``rmq._rmqcore.SendResult``): a ``SendFuture`` makes it
+when asked for its result.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rmq._rmqcore import SendResult
 from rmq.proto.v1 import broker_pb2 as pb
 
 __all__ = ["QueueInfo", "QueueRoute", "SendResult", "ShardProcessInfo", "TopicRoute"]
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    """Where the broker stored one message."""
-
-    topic: str
-    queue_id: int
-    queue_offset: int
-    msg_id: str
-    commitlog_offset: int
-    store_timestamp: int
 
 
 @dataclass(frozen=True, slots=True)

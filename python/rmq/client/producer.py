@@ -14,6 +14,7 @@ the topics the core wants a route for and pushes each route in as data.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 
@@ -71,6 +72,7 @@ class Producer(ProducerCore):
             max_buffered_bytes=max_buffered_bytes,
             max_buffered_messages=max_buffered_messages,
             retry_timeout=client.retry_timeout if retry_timeout is None else retry_timeout,
+            callback_log=logging.getLogger(__name__),
         )
         self._client = client
         credentials = client.credentials

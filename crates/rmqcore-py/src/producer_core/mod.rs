@@ -43,6 +43,8 @@ pub struct PyProducerCore {
     running: Mutex<Option<sending::Running>>,
     /// The error of each topic's last failed route lookup, for the sends waiting for it.
     route_failures: Mutex<HashMap<String, Py<PyAny>>>,
+    /// The logger a failing send callback is reported to (`_configure`'s `callback_log`).
+    callback_log: Mutex<Option<Py<PyAny>>>,
 }
 
 fn seconds(value: f64, argument: &str) -> PyResult<Duration> {
@@ -57,6 +59,14 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl PyProducerCore {
+    /// The outcome of a new batch of `topic`'s queue `queue_id`.
+    fn new_outcome(&self, py: Python<'_>, topic: &str, queue_id: i32) -> Arc<BatchOutcome> {
+        let log = lock(&self.callback_log)
+            .as_ref()
+            .map(|log| log.clone_ref(py));
+        BatchOutcome::new(topic, queue_id, log)
+    }
+
     /// Wait, without the GIL, until `done(state)` holds (true) or `deadline` passes
     /// (false). The GIL is taken back only to check for Ctrl-C now and then.
     fn wait_until(
@@ -88,13 +98,16 @@ impl PyProducerCore {
             core: Arc::new(Core::default()),
             running: Mutex::new(None),
             route_failures: Mutex::new(HashMap::new()),
+            callback_log: Mutex::new(None),
         }
     }
 
-    /// Set the batching limits (`linger` in seconds) and how long a batch refused with a
-    /// retryable status is retried (`retry_timeout`, seconds); the subclass calls this
-    /// first.
-    #[pyo3(signature = (*, batch_max_messages, batch_max_bytes, linger, max_buffered_bytes, max_buffered_messages, retry_timeout=30.0))]
+    /// Set the batching limits (`linger` in seconds), how long a batch refused with a
+    /// retryable status is retried (`retry_timeout`, seconds) and the `logging.Logger` a
+    /// failing send callback is reported to (without one, `sys.unraisablehook`); the
+    /// subclass calls this first.
+    #[pyo3(signature = (*, batch_max_messages, batch_max_bytes, linger, max_buffered_bytes, max_buffered_messages, retry_timeout=30.0, callback_log=None))]
+    #[allow(clippy::too_many_arguments)]
     fn _configure(
         &self,
         batch_max_messages: usize,
@@ -103,7 +116,9 @@ impl PyProducerCore {
         max_buffered_bytes: usize,
         max_buffered_messages: usize,
         retry_timeout: f64,
+        callback_log: Option<Py<PyAny>>,
     ) -> PyResult<()> {
+        *lock(&self.callback_log) = callback_log;
         let linger = seconds(linger, "linger")?;
         let retry_timeout = seconds(retry_timeout, "retry_timeout")?;
         self.core.update(|state| {

@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyString};
 use rmqnet::client::encode::put_message;
 
 use crate::message_fields::{property_entries, strings};
-use crate::send_future::{Answer, BatchOutcome, PySendFuture};
+use crate::send_future::{Answer, PySendFuture};
 
 use super::{lock, PyProducerCore};
 
@@ -110,7 +110,7 @@ impl PyProducerCore {
         let queue = match self.choose_queue(py, topic, sharding_key, queue_id)? {
             Ok(queue) => queue,
             Err(error) => {
-                let failed = BatchOutcome::new(topic, queue_id.unwrap_or(-1));
+                let failed = self.new_outcome(py, topic, queue_id.unwrap_or(-1));
                 failed.finish(py, Answer::Failed(error));
                 return PySendFuture::create(py, failed, 0);
             }
@@ -148,7 +148,7 @@ impl PyProducerCore {
         let key = (topic.to_owned(), queue);
         let pushed = self
             .core
-            .push(&key, &encoded, size, || BatchOutcome::new(topic, queue));
+            .push(&key, &encoded, size, || self.new_outcome(py, topic, queue));
         let future = PySendFuture::create(py, Arc::clone(&pushed.outcome), pushed.index)?;
         if let Some(batch) = pushed.ready {
             self.dispatch(batch);
