@@ -1,4 +1,5 @@
-"""TLS on every port of the broker, with a certificate made for the test by openssl."""
+"""TLS on every port of the broker, with a certificate made for the test by openssl. The
+shards' native data plane ends TLS itself: sends and pulls over TLS never reach Python."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import pytest
 from rmq.client import BrokerUnavailableError, Client
 
 from tests.support.brokers import Brokers
+from tests.support.cli import rmq_cli
+from tests.support.native_requests import native_requests
 
 
 @pytest.fixture
 def certificate(tmp_path: Path) -> tuple[Path, Path]:
     if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+        pytest.fail("the TLS tests need openssl on PATH to make their certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         [
@@ -44,8 +47,25 @@ def test_clients_reach_a_tls_broker_only_over_tls(
             got = consumer.poll(timeout=5.0)
         assert [m.body for m in got] == [b"over tls"]
         assert client.get_by_msg_id(result.msg_id).body == b"over tls"
+    answered = native_requests(broker)
+    assert answered.get(("/rmq.v1.Shard/SendBatches", "answered"), 0) >= 1, answered
+    assert answered.get(("/rmq.v1.Shard/Pull", "answered"), 0) >= 1, answered
     plain = Client(broker.endpoint, retry_timeout=0.5, timeout=2)
     with pytest.raises(BrokerUnavailableError):
         plain.topics()
     plain.close()
     assert grpc.StatusCode.UNAVAILABLE is BrokerUnavailableError.code
+
+
+def test_a_certificate_that_is_not_one_stops_serve_at_once(
+    tmp_path: Path, certificate: tuple[Path, Path]
+) -> None:
+    cert, key = certificate
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    for tls in ([garbage, key], [cert, garbage], [cert, tmp_path / "missing.pem"]):
+        args = ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
+        done = rmq_cli("serve", "--data", str(tmp_path / "data"), "--port", "0", *args, check=False)
+        assert done.returncode == 2, done.stderr
+        assert (b"not a PEM certificate chain" in done.stderr) or (b"no such file" in done.stderr)
+    assert not (tmp_path / "data").exists()

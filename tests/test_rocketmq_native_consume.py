@@ -11,36 +11,29 @@ from __future__ import annotations
 
 import threading
 import time
-import urllib.request
 import uuid
 from typing import Any
 
 import grpc
 import rmq
 from google.protobuf.duration_pb2 import Duration
-from prometheus_client.parser import text_string_to_metric_families
 from rmq.cluster.local import LocalBroker
 from rmq.rocketmq.wire import rpc, service, v2
 
 from tests.support.brokers import Brokers
+from tests.support.native_requests import native_requests
 
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
 GROUP = "native-group"
 
 
 def native_counts(broker: LocalBroker) -> dict[tuple[str, str], float]:
-    """The broker's ``rmq_native_requests`` by (method name, outcome)."""
-    with urllib.request.urlopen(broker.state()["metrics"], timeout=10) as response:
-        text = response.read().decode()
-    counts: dict[tuple[str, str], float] = {}
-    for family in text_string_to_metric_families(text):
-        if family.name == "rmq_native_requests":
-            for sample in family.samples:
-                method = sample.labels["method"]
-                if method.startswith(SERVICE) and sample.name.endswith("_total"):
-                    key = (method.removeprefix(SERVICE), sample.labels["outcome"])
-                    counts[key] = counts.get(key, 0.0) + sample.value
-    return counts
+    """The broker's ``rmq_native_requests`` of this service, by (method name, outcome)."""
+    return {
+        (method.removeprefix(SERVICE), outcome): value
+        for (method, outcome), value in native_requests(broker).items()
+        if method.startswith(SERVICE)
+    }
 
 
 class Shard:

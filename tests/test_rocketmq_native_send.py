@@ -10,7 +10,6 @@ should have left to Python.
 from __future__ import annotations
 
 import gzip
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,6 @@ import grpc
 import pytest
 import rmq
 from google.protobuf.timestamp_pb2 import Timestamp
-from prometheus_client.parser import text_string_to_metric_families
 from rmq._rmqcore import native_rocketmq_status_codes, native_rocketmq_system_properties
 from rmq.cluster.local import LocalBroker
 from rmq.rocketmq import message_codec
@@ -29,6 +27,7 @@ from rmq.rocketmq.wire import rpc, service, v2
 
 from tests.support.brokers import Brokers
 from tests.support.engine_errors import ENGINE_ERRORS
+from tests.support.native_requests import native_requests
 
 PLANES = ("native", "python")
 SEND_MESSAGE = "/apache.rocketmq.v2.MessagingService/SendMessage"
@@ -62,15 +61,10 @@ def fifo(topic: str, message_id: str, group: str, **system: Any) -> Any:
 
 def native_counts(broker: LocalBroker) -> dict[str, float]:
     """The broker's ``rmq_native_requests`` for SendMessage, by outcome."""
-    with urllib.request.urlopen(broker.state()["metrics"], timeout=10) as response:
-        text = response.read().decode()
-    counts = {"answered": 0.0, "declined": 0.0}
-    for family in text_string_to_metric_families(text):
-        if family.name == "rmq_native_requests":
-            for sample in family.samples:
-                if sample.labels["method"] == SEND_MESSAGE and sample.name.endswith("_total"):
-                    counts[sample.labels["outcome"]] += sample.value
-    return counts
+    found = native_requests(broker)
+    return {
+        outcome: found.get((SEND_MESSAGE, outcome), 0.0) for outcome in ("answered", "declined")
+    }
 
 
 class Plane:

@@ -798,11 +798,15 @@ class ShardServer:
         rocketmq: bool = False,
         leases: Sequence[tuple[int, LeaseBook]] | None = None,
         max_delivery_attempts: int = 16,
+        tls_cert: bytes | None = None,
+        tls_key: bytes | None = None,
     ) -> ShardServer:
         """``rocketmq``: the process serves RocketMQ 5 clients, so the data plane answers
         their ``SendMessage`` too; ``leases``: each store's lease book, shared with the
         Python path, on which it answers their receives and acks as well (a message out of
-        ``max_delivery_attempts`` is left to the Python path)."""
+        ``max_delivery_attempts`` is left to the Python path). ``tls_cert`` and ``tls_key``
+        (PEM, both or neither): serve TLS on ``port``; ``ValueError`` if they are not a
+        certificate chain and its key."""
     @property
     def port(self) -> int: ...
     def host_topic(self, topic: str, shards: Sequence[int]) -> None:

@@ -45,7 +45,7 @@ fn limit(limits: &HashMap<String, u64>, name: &str) -> PyResult<usize> {
 #[pymethods]
 impl PyShardServer {
     #[new]
-    #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None, rocketmq = false, leases = None, max_delivery_attempts = 16))]
+    #[pyo3(signature = (host, port, internal_port, stores, limits, *, token = None, rocketmq = false, leases = None, max_delivery_attempts = 16, tls_cert = None, tls_key = None))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the Python constructor's keywords"
@@ -61,7 +61,20 @@ impl PyShardServer {
         rocketmq: bool,
         leases: Option<Vec<(i32, PyRef<'_, PyLeaseBook>)>>,
         max_delivery_attempts: i32,
+        tls_cert: Option<&[u8]>,
+        tls_key: Option<&[u8]>,
     ) -> PyResult<Self> {
+        let tls = match (tls_cert, tls_key) {
+            (Some(cert), Some(key)) => {
+                Some(rmqnet::server_tls::server_config(cert, key).map_err(PyValueError::new_err)?)
+            }
+            (None, None) => None,
+            _ => {
+                return Err(PyValueError::new_err(
+                    "TLS needs both a certificate and its key",
+                ))
+            }
+        };
         let consumption = leases.map(|books| {
             Arc::new(Consumption {
                 books: books
@@ -95,6 +108,7 @@ impl PyShardServer {
             max_request_bytes: limit(&limits, "max_request_bytes")?,
             rocketmq,
             consumption,
+            tls,
         };
         let server = py
             .detach(|| ShardServer::start(settings, shard))

@@ -1,5 +1,5 @@
 //! rmq's network hot path: the producer's client core (`client`), a shard process's public gRPC endpoint served from the engine
-//! (`server`, `shard`; RocketMQ 5's SendMessage in `rocketmq`), the proxy to the process's Python server for everything else
+//! (`server`, `shard`, its TLS in `server_tls`; RocketMQ 5's calls in `rocketmq`), the proxy to the process's Python server for everything else
 //! (`proxy`), the long-poll wake-ups both sides share (`signals`), and the codec of the
 //! hot-path messages (`codec`), which the Python binding's fast path uses too.
 
@@ -10,6 +10,7 @@ pub mod grpc;
 pub mod proxy;
 pub mod rocketmq;
 pub mod server;
+pub mod server_tls;
 pub mod shard;
 pub mod signals;
 pub mod status;

@@ -3,7 +3,7 @@
 //! RocketMQ 5's `SendMessage`, `ReceiveMessage`, `AckMessage` and `ChangeInvisibleDuration`
 //! (`rocketmq/`), and passes every other call to the Python server behind it (`proxy.rs`).
 //! Python keeps supervising the process, the routes and the admin calls; the hot path
-//! never enters it.
+//! never enters it. With TLS (`server_tls.rs`) the handshake ends here too.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -17,6 +17,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
 
 use crate::counts::RequestCounts;
 use crate::grpc::{self, Body};
@@ -50,6 +51,8 @@ pub struct Settings {
     /// The lease books and policy the Python path's RocketMQ consumers use too; without,
     /// receives and acks go to the Python server.
     pub consumption: Option<Arc<Consumption>>,
+    /// TLS on the public port (`server_tls::server_config`); None: plain HTTP/2.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 pub struct ShardServer {
@@ -99,7 +102,8 @@ impl ShardServer {
             rocketmq_enabled: settings.rocketmq,
         });
         let (stop, stopped) = watch::channel(false);
-        runtime.spawn(accept(listener, context, stopped));
+        let tls = settings.tls.map(TlsAcceptor::from);
+        runtime.spawn(accept(listener, tls, context, stopped));
         Ok(ShardServer {
             runtime: Some(runtime),
             stop,
@@ -124,7 +128,12 @@ impl Drop for ShardServer {
     }
 }
 
-async fn accept(listener: TcpListener, context: Arc<Context>, mut stopped: watch::Receiver<bool>) {
+async fn accept(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    context: Arc<Context>,
+    mut stopped: watch::Receiver<bool>,
+) {
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -135,19 +144,36 @@ async fn accept(listener: TcpListener, context: Arc<Context>, mut stopped: watch
         };
         let _ = stream.set_nodelay(true);
         let context = Arc::clone(&context);
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let context = Arc::clone(&context);
-                async move { Ok::<_, Infallible>(route(&context, request, peer).await) }
-            });
-            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                .initial_stream_window_size(4 << 20)
-                .initial_connection_window_size(16 << 20)
-                .max_frame_size(1 << 20)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            match tls {
+                // A failed handshake ends only this connection, as a reset would.
+                Some(tls) => {
+                    if let Ok(stream) = tls.accept(stream).await {
+                        serve(stream, context, peer).await;
+                    }
+                }
+                None => serve(stream, context, peer).await,
+            }
         });
     }
+}
+
+/// Serve one connection's HTTP/2 streams until it closes.
+async fn serve<IO>(stream: IO, context: Arc<Context>, peer: SocketAddr)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request| {
+        let context = Arc::clone(&context);
+        async move { Ok::<_, Infallible>(route(&context, request, peer).await) }
+    });
+    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+        .initial_stream_window_size(4 << 20)
+        .initial_connection_window_size(16 << 20)
+        .max_frame_size(1 << 20)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
 }
 
 async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {

@@ -32,6 +32,11 @@ class Security:
     def tls(self) -> bool:
         return self.tls_cert is not None
 
+    def behind_data_plane(self) -> Security:
+        """The settings of a Python server behind the native data plane: the same token,
+        no TLS (the data plane ends TLS; the Python server listens on loopback only)."""
+        return Security(token=self.token)
+
 
 def server_options(limits: Limits) -> list[tuple[str, int]]:
     return [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import ssl
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -140,8 +141,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=["native", "python"],
         default="native",
         help="who answers sends and pulls in the shard processes: the engine's own gRPC "
-        "server, in front of the Python one that serves the rest (native, the default; "
-        "brokers with TLS always use python), or the Python server alone (python)",
+        "server, in front of the Python one that serves the rest (native, the default), "
+        "or the Python server alone (python)",
     )
     parser.add_argument(
         "--rocketmq-port",
@@ -265,6 +266,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+def tls_problem(cert: Path, key: Path) -> str | None:
+    """Why ``cert`` and ``key`` cannot serve TLS, or None: checked before anything
+    listens, since the servers' own errors do not name the files."""
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except FileNotFoundError as error:
+        return f"cannot read {error.filename}: no such file"
+    except (ssl.SSLError, OSError) as error:
+        return (
+            f"--tls-cert {cert} and --tls-key {key} are not a PEM certificate chain and its "
+            f"key ({error})"
+        )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from rmq.cluster.config import ServeConfig
     from rmq.cluster.supervisor import serve
@@ -276,6 +292,11 @@ def run(args: argparse.Namespace) -> int:
     if (args.tls_cert is None) != (args.tls_key is None):
         logging.error("--tls-cert and --tls-key go together")
         return 2
+    if args.tls_cert is not None:
+        problem = tls_problem(args.tls_cert, args.tls_key)
+        if problem:
+            logging.error("%s", problem)
+            return 2
     store_options = dict(args.store_option)
     try:
         store_options.update(tier_options(args))

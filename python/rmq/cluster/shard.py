@@ -126,6 +126,8 @@ def _native_data_plane(
         rocketmq=leases is not None,
         leases=list(leases.items()) if leases is not None else None,
         max_delivery_attempts=_policy(args).max_delivery_attempts,
+        tls_cert=security.tls_cert,
+        tls_key=security.tls_key,
     )
 
 
@@ -197,7 +199,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=["native", "python"],
         default="native",
         help="who answers Send, SendBatches and Pull: the engine's own server in front of "
-        "the Python one (native), or the Python server alone (python; always with TLS)",
+        "the Python one (native), or the Python server alone (python)",
     )
     parser.add_argument(
         "--supervisor", help="the supervisor's Route service (for the RocketMQ v2 service)"
@@ -257,15 +259,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.close()
         return EXIT_STORE_FAILED
 
-    native_plane = args.data_plane == "native" and not security.tls
+    native_plane = args.data_plane == "native"
     leases = _lease_books(args, stores)
     try:
         server, port, health = build_server(
             [shard_service(handler)],
-            # Behind the native data plane, the Python server listens on loopback only.
+            # Behind the native data plane, the Python server listens on loopback only, in
+            # plain text: TLS ends at the data plane.
             host=LOOPBACK if native_plane else args.host,
             port=0 if native_plane else args.port,
-            security=security,
+            security=security.behind_data_plane() if native_plane else security,
             limits=limits,
             max_workers=args.max_workers,
         )
