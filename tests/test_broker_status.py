@@ -22,6 +22,8 @@ EXPECTED = [
     (errors.CorruptRecordError("crc", "/f", 12, "crc"), grpc.StatusCode.DATA_LOSS),
     (errors.StoreClosedError("closed"), grpc.StatusCode.UNAVAILABLE),
     (errors.FlushFailedError("EIO"), grpc.StatusCode.UNAVAILABLE),
+    (errors.TierError("down", "s3://b/p", "refused", True), grpc.StatusCode.UNAVAILABLE),
+    (errors.TierObjectChangedError("gone", "s3://b/p/o", 0, "gone"), grpc.StatusCode.DATA_LOSS),
     (errors.StoreLockedError("locked"), grpc.StatusCode.FAILED_PRECONDITION),
     (errors.ReadOnlyError("read only"), grpc.StatusCode.FAILED_PRECONDITION),
     (QueueNotHostedError("elsewhere"), grpc.StatusCode.FAILED_PRECONDITION),

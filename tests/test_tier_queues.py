@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import rmq
+from rmq.errors import TierObjectChangedError
 
 from tests.support.cli import rmq_cli
 from tests.support.s3_server import S3Server
@@ -146,8 +148,10 @@ def test_a_changed_queue_object_is_detected_and_not_served(
     obj.write_bytes(bytes(data))
 
     reopened = rmq.Store(str(path))  # no checked copy cached
-    got = reopened.get("Orders", 0, 0, 5)
-    assert got == []  # not the swapped entries' messages
+    # Not the swapped entries' messages, and not "no messages" either.
+    with pytest.raises(TierObjectChangedError, match="changed in the bucket") as raised:
+        reopened.get("Orders", 0, 0, 5)
+    assert raised.value.queue_offset == 0 and key in raised.value.object
     status = reopened.tier_status()
     assert status is not None
     failure = status["reads"]["queue_read_failure"]

@@ -507,7 +507,10 @@ class Store:
         when the disk passes ``disk_max_used_space_ratio``), and reads of them are served
         from the bucket; segments leave the store ``tier_retention_hours`` after they
         were last written (default ``file_reserved_time_ms``). Wrong credentials or a
-        missing bucket raise :class:`rmq.errors.TierError` here.
+        missing bucket raise :class:`rmq.errors.TierError` here. A read of data only the
+        bucket holds raises ``TierError`` (``unreachable`` set) while the server cannot be
+        reached, and :class:`rmq.errors.TierObjectChangedError` for an object deleted or
+        replaced behind the store's back; never an empty answer.
         """
     @property
     def path(self) -> str: ...

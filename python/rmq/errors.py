@@ -6,7 +6,7 @@
     ├── what the engine raises (an embedded store, or a shard process)
     │   InvalidArgumentError, CorruptRecordError, OffsetOutOfRangeError, NotFoundError,
     │   StoreClosedError, StoreLockedError, DiskFullError, FlushFailedError, ReadOnlyError,
-    │   TierError
+    │   TierError, TierObjectChangedError (also a CorruptRecordError)
     ├── what only the broker raises (each becomes a gRPC status, see rmq.broker.status)
     │   QueueNotHostedError, QueueOutOfRangeError, UnimplementedError, UnauthenticatedError,
     │   ProtocolError (a RocketMQ v2 request refused with that protocol's own code)
@@ -135,6 +135,26 @@ class TierError(RmqError):
         self.object = object
         self.reason = reason
         self.unreachable = unreachable
+
+
+class TierObjectChangedError(CorruptRecordError, TierError):
+    """An object in the tier is no longer the one uploaded: its size or recorded CRC32
+    differs from the store's record, or it is gone from the bucket. Its bytes are never
+    served; reads work again once the object is restored. Data loss like a damaged
+    record (the broker answers DATA_LOSS), and a tier error; ``file`` and ``object`` both
+    name the object, ``offset`` the position read."""
+
+    def __init__(
+        self,
+        message: str,
+        object: str = "",
+        offset: int = -1,
+        reason: str = "",
+        queue_offset: int | None = None,
+    ) -> None:
+        CorruptRecordError.__init__(self, message, object, offset, reason, queue_offset)
+        self.object = object
+        self.unreachable = False
 
 
 # ---- raised only by the broker ----
@@ -273,6 +293,7 @@ __all__ = [
     "StoreClosedError",
     "StoreLockedError",
     "TierError",
+    "TierObjectChangedError",
     "UnauthenticatedError",
     "UnimplementedError",
 ]

@@ -14,6 +14,7 @@ ENGINE_ERRORS: list[type[errors.RmqError]] = [
     errors.StoreClosedError,
     errors.FlushFailedError,
     errors.TierError,
+    errors.TierObjectChangedError,
     errors.StoreLockedError,
     errors.ReadOnlyError,
 ]

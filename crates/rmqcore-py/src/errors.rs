@@ -95,6 +95,22 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
                 ("unreachable", object(py, unreachable)),
             ],
         ),
+        Error::TierObjectChanged {
+            object: name,
+            offset,
+            queue_offset,
+            reason,
+        } => raise(
+            py,
+            "TierObjectChangedError",
+            message,
+            &[
+                ("object", object(py, name)),
+                ("offset", object(py, offset)),
+                ("reason", object(py, reason)),
+                ("queue_offset", object(py, queue_offset)),
+            ],
+        ),
         Error::Io { path, source } => {
             let errno = source.raw_os_error();
             if matches!(errno, Some(libc_enospc) if libc_enospc == 28 || libc_enospc == 122) {

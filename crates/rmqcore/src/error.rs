@@ -73,6 +73,22 @@ pub enum Error {
         reason: String,
         unreachable: bool,
     },
+
+    /// An object in the tier is no longer the one uploaded: its size or recorded CRC32
+    /// differs from what the store's state says, or it is gone from the bucket (changed
+    /// or deleted behind the store's back). Its bytes are never served; restoring the
+    /// object makes the reads work again. A record read through a queue also names the
+    /// queue offset that points at it.
+    #[error(
+        "object storage {object}{}: the object changed in the bucket: {reason}",
+        queue_offset.map(|at| format!(" (queue offset {at})")).unwrap_or_default()
+    )]
+    TierObjectChanged {
+        object: String,
+        offset: u64,
+        queue_offset: Option<i64>,
+        reason: String,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -118,9 +134,34 @@ impl Error {
         }
     }
 
+    /// An object in the tier that is not the one uploaded (changed or gone).
+    pub fn tier_object_changed(
+        object: impl Into<String>,
+        offset: u64,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::TierObjectChanged {
+            object: object.into(),
+            offset,
+            queue_offset: None,
+            reason: reason.into(),
+        }
+    }
+
     /// A corrupt record found through a queue: say which queue offset points at it.
     pub fn at_queue_offset(self, queue_offset: i64) -> Self {
         match self {
+            Error::TierObjectChanged {
+                object,
+                offset,
+                reason,
+                ..
+            } => Error::TierObjectChanged {
+                object,
+                offset,
+                queue_offset: Some(queue_offset),
+                reason,
+            },
             Error::Corrupt {
                 file,
                 offset,

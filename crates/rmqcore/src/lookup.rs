@@ -132,7 +132,7 @@ pub fn offset_for_time(
     let (min, max) = (queue.min_offset(), queue.max_offset());
     let log_min = commit_log.min_offset() as i64;
     let entry_at = |offset: i64| {
-        queue.entry(offset).ok_or_else(|| {
+        queue.entry(offset)?.ok_or_else(|| {
             Error::corrupt(
                 queue.location(),
                 (offset.max(0) as u64) * 20,

@@ -77,7 +77,9 @@ fn scan_start(
     let dispatched_end = queues
         .all()
         .iter()
-        .filter_map(|queue| queue.last_entry())
+        // A queue's last entry is in its newest file, which is never evicted; an entry
+        // that cannot be read counts as none, so recovery scans from further back.
+        .filter_map(|queue| queue.last_entry().ok().flatten())
         .map(|entry| entry.commitlog_end())
         .max()
         .unwrap_or(0);

@@ -118,7 +118,7 @@ pub fn verify(
             }
             expected_next.1 = view.queue_offset + 1;
             report.entries_checked += 1;
-            match queue.entry(view.queue_offset) {
+            match queue.entry(view.queue_offset)? {
                 None if view.queue_offset >= queue.min_offset() => report.add(
                     "missing_entry",
                     format!(

@@ -10,7 +10,9 @@ pub fn code_for(error: &Error) -> i32 {
         Error::InvalidArgument { .. } => 3,
         Error::NotFound(_) => 5,
         Error::OffsetOutOfRange { .. } => 11,
-        Error::Corrupt { .. } => 15,
+        // A changed tier object is lost data, as a damaged record is; an unreachable tier
+        // (Tier) is worth retrying.
+        Error::Corrupt { .. } | Error::TierObjectChanged { .. } => 15,
         Error::DiskFull { .. } => 8,
         Error::Closed | Error::FlushFailed(_) | Error::Tier { .. } => 14,
         Error::Locked { .. } | Error::ReadOnly => 9,
@@ -29,6 +31,7 @@ pub const CODES_BY_CLASS: &[(&str, i32)] = &[
     ("StoreClosedError", 14),
     ("FlushFailedError", 14),
     ("TierError", 14),
+    ("TierObjectChangedError", 15),
     ("StoreLockedError", 9),
     ("ReadOnlyError", 9),
 ];

@@ -47,6 +47,7 @@ STATUS_BY_ERROR: Mapping[type[BaseException], grpc.StatusCode] = {
     errors.StoreClosedError: grpc.StatusCode.UNAVAILABLE,
     errors.FlushFailedError: grpc.StatusCode.UNAVAILABLE,
     errors.TierError: grpc.StatusCode.UNAVAILABLE,
+    errors.TierObjectChangedError: grpc.StatusCode.DATA_LOSS,
     errors.StoreLockedError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ReadOnlyError: grpc.StatusCode.FAILED_PRECONDITION,
     QueueNotHostedError: grpc.StatusCode.FAILED_PRECONDITION,

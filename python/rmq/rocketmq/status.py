@@ -27,6 +27,7 @@ CODE_BY_ERROR: Mapping[type[BaseException], int] = {
     errors.FlushFailedError: v2.MASTER_PERSISTENCE_TIMEOUT,
     errors.StoreClosedError: v2.INTERNAL_SERVER_ERROR,
     errors.TierError: v2.INTERNAL_SERVER_ERROR,
+    errors.TierObjectChangedError: v2.MESSAGE_CORRUPTED,
     errors.ReadOnlyError: v2.FORBIDDEN,
     errors.UnimplementedError: v2.NOT_IMPLEMENTED,
     errors.UnauthenticatedError: v2.UNAUTHORIZED,

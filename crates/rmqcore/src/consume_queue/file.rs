@@ -125,9 +125,13 @@ impl FileConsumeQueue {
             }
         }
         let mut min = first_index;
+        // An evicted file the tier cannot serve now ends the walk: reads of it fail with
+        // the tier's error, not here.
         while min < max
             && self
                 .entry_unchecked(min)
+                .ok()
+                .flatten()
                 .is_some_and(|entry| entry.is_placeholder())
         {
             min += 1;
@@ -144,13 +148,16 @@ impl FileConsumeQueue {
         self.bounds.set_min(offset);
     }
 
-    fn entry_unchecked(&self, queue_offset: i64) -> Option<CqEntry> {
-        let logical = u64::try_from(queue_offset).ok()? * ENTRY_SIZE as u64;
+    fn entry_unchecked(&self, queue_offset: i64) -> Result<Option<CqEntry>> {
+        let Ok(queue_offset) = u64::try_from(queue_offset) else {
+            return Ok(None);
+        };
+        let logical = queue_offset * ENTRY_SIZE as u64;
         let Some(segment) = self.segments.find(logical) else {
             return self.remote_entry(logical);
         };
         let position = (logical - segment.start_offset()) as usize;
-        Some(CqEntry::decode(segment.bytes(position, ENTRY_SIZE)))
+        Ok(Some(CqEntry::decode(segment.bytes(position, ENTRY_SIZE))))
     }
 
     /// Append the entry for `queue_offset`, which must be the next one. A new file for a
@@ -220,7 +227,7 @@ impl ConsumeQueue for FileConsumeQueue {
         &self.traffic
     }
 
-    fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry> {
+    fn stored_entry(&self, queue_offset: i64) -> Result<Option<CqEntry>> {
         self.entry_unchecked(queue_offset)
     }
 
@@ -282,9 +289,9 @@ impl ConsumeQueue for FileConsumeQueue {
         // Invalid (zeroed) entries are removed too: pages of the queue's tail may have
         // been lost independently of each other, leaving holes.
         while max > min {
-            // Only an evicted file the tier cannot serve lacks an entry below max; its
+            // Only an evicted file lacks an entry below max (or cannot be read now); its
             // entries point far below any truncation.
-            let Some(entry) = self.entry_unchecked(max - 1) else {
+            let Ok(Some(entry)) = self.entry_unchecked(max - 1) else {
                 break;
             };
             if entry.is_placeholder()
@@ -368,6 +375,8 @@ impl ConsumeQueue for FileConsumeQueue {
         let from = self.min_offset().max(first_start);
         if self
             .entry_unchecked(from)
+            .ok()
+            .flatten()
             .is_some_and(|entry| !entry.is_placeholder() && entry.commitlog_offset >= commitlog_min)
         {
             if from > self.min_offset() {
@@ -379,8 +388,8 @@ impl ConsumeQueue for FileConsumeQueue {
         while low < high {
             let middle = low + (high - low) / 2;
             // An evicted file the tier cannot serve (unreachable, changed): the minimum
-            // stays, and reads of it find no entries (the tier's status says why).
-            let Some(entry) = self.entry_unchecked(middle) else {
+            // stays, and reads of it fail with the tier's error.
+            let Ok(Some(entry)) = self.entry_unchecked(middle) else {
                 return;
             };
             if entry.is_placeholder() || entry.commitlog_offset < commitlog_min {

@@ -21,8 +21,8 @@ fn appends_across_files_and_reloads() {
     assert_eq!(queue.segments().segments().len(), 3);
     let reloaded = FileConsumeQueue::load(dir.path(), "T", 0, 4, true, None).unwrap();
     assert_eq!((reloaded.min_offset(), reloaded.max_offset()), (0, 10));
-    assert_eq!(reloaded.entry(9), Some(entry(900)));
-    assert_eq!(reloaded.entry(10), None);
+    assert_eq!(reloaded.entry(9).unwrap(), Some(entry(900)));
+    assert_eq!(reloaded.entry(10).unwrap(), None);
 }
 
 #[test]

@@ -14,20 +14,27 @@ impl FileConsumeQueue {
             .first_start(&self.topic, self.queue_id)
     }
 
-    /// The entry at `logical` from an evicted file; None when none holds it or the
-    /// file cannot be read whole and checked (the failure goes to the tier's status).
-    pub(super) fn remote_entry(&self, logical: u64) -> Option<CqEntry> {
-        let remote = self.remote.as_ref()?;
-        let start = remote.holding(&self.topic, self.queue_id, logical)?;
+    /// The entry at `logical` from an evicted file; None when no evicted file holds it.
+    /// A file that cannot be read whole and checked (tier unreachable, object changed
+    /// or gone) is an error, also kept for the tier's status: "no entry" would read as
+    /// the end of the queue.
+    pub(super) fn remote_entry(&self, logical: u64) -> Result<Option<CqEntry>> {
+        let Some(remote) = self.remote.as_ref() else {
+            return Ok(None);
+        };
+        let Some(start) = remote.holding(&self.topic, self.queue_id, logical) else {
+            return Ok(None);
+        };
         match remote.read_file(&self.topic, self.queue_id, start) {
             Ok(bytes) => {
                 let position = (logical - start) as usize;
-                let entry = bytes.get(position..position + ENTRY_SIZE)?;
-                Some(CqEntry::decode(entry))
+                Ok(bytes
+                    .get(position..position + ENTRY_SIZE)
+                    .map(CqEntry::decode))
             }
             Err(error) => {
                 remote.note_read_failure(&error);
-                None
+                Err(error)
             }
         }
     }

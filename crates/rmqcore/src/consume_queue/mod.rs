@@ -71,8 +71,10 @@ pub trait ConsumeQueue: Send + Sync + std::fmt::Debug {
     fn bounds(&self) -> &QueueBounds;
     /// Messages and bytes stored and read since the store opened (`traffic.rs`).
     fn traffic(&self) -> &QueueTraffic;
-    /// The stored entry at `queue_offset`, whether or not it is in the readable range.
-    fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry>;
+    /// The stored entry at `queue_offset`, whether or not it is in the readable range;
+    /// an error when the entry is kept where it cannot be read now (an evicted file whose
+    /// tier is unreachable or whose object changed), never a silent "no entry".
+    fn stored_entry(&self, queue_offset: i64) -> Result<Option<CqEntry>>;
     /// Append `entries` for the queue offsets from `first_offset` on; the first must be
     /// the next one (a queue that starts past zero may start anywhere). With a `warmer`,
     /// pages ahead are faulted in on its thread.
@@ -112,28 +114,35 @@ pub trait ConsumeQueue: Send + Sync + std::fmt::Debug {
     }
 
     /// The entry at `queue_offset`, if it lies in `[min_offset, max_offset)`.
-    fn entry(&self, queue_offset: i64) -> Option<CqEntry> {
-        self.bounds()
-            .contains(queue_offset)
-            .then(|| self.stored_entry(queue_offset))
-            .flatten()
+    fn entry(&self, queue_offset: i64) -> Result<Option<CqEntry>> {
+        if self.bounds().contains(queue_offset) {
+            self.stored_entry(queue_offset)
+        } else {
+            Ok(None)
+        }
     }
 
     /// Up to `max` entries from `from` on, in order, stopping at the first one missing:
     /// what sequential readers ask for, so that a form can read them in one pass.
-    fn entries(&self, from: i64, max: usize) -> Vec<CqEntry> {
-        (from..)
-            .take(max)
-            .map_while(|queue_offset| self.entry(queue_offset))
-            .collect()
+    fn entries(&self, from: i64, max: usize) -> Result<Vec<CqEntry>> {
+        let mut entries = Vec::new();
+        for queue_offset in (from..).take(max) {
+            match self.entry(queue_offset)? {
+                Some(entry) => entries.push(entry),
+                None => break,
+            }
+        }
+        Ok(entries)
     }
 
     /// The last entry, if any.
-    fn last_entry(&self) -> Option<CqEntry> {
+    fn last_entry(&self) -> Result<Option<CqEntry>> {
         let max = self.max_offset();
-        (max > self.min_offset())
-            .then(|| self.entry(max - 1))
-            .flatten()
+        if max > self.min_offset() {
+            self.entry(max - 1)
+        } else {
+            Ok(None)
+        }
     }
 }
 
@@ -159,17 +168,18 @@ impl<'q> EntryCursor<'q> {
     const MAX_CHUNK: usize = 256;
 }
 
-impl Iterator for EntryCursor<'_> {
-    type Item = CqEntry;
-
-    fn next(&mut self) -> Option<CqEntry> {
+impl EntryCursor<'_> {
+    /// The next entry; None at the first one missing.
+    pub fn next_entry(&mut self) -> Result<Option<CqEntry>> {
         if self.buffered.is_empty() {
-            self.buffered = self.queue.entries(self.next, self.chunk).into();
+            self.buffered = self.queue.entries(self.next, self.chunk)?.into();
             self.chunk = Self::MAX_CHUNK;
         }
-        let entry = self.buffered.pop_front()?;
+        let Some(entry) = self.buffered.pop_front() else {
+            return Ok(None);
+        };
         self.next += 1;
-        Some(entry)
+        Ok(Some(entry))
     }
 }
 

@@ -17,8 +17,8 @@ pub trait RemoteQueueFiles: Send + Sync + std::fmt::Debug {
     /// The whole file, checked against the size and CRC32 recorded at upload: a range of
     /// 20-byte entries carries no checksum of its own, so nothing less can be trusted.
     fn read_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<Bytes>;
-    /// A read failed (bucket unreachable, object changed): kept for the tier's status,
-    /// since a queue read answers only with "no entry".
+    /// A read failed (bucket unreachable, object changed or gone): kept for the tier's
+    /// status, beside the error the read returns.
     fn note_read_failure(&self, error: &crate::error::Error);
 }
 

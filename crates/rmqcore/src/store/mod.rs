@@ -31,13 +31,15 @@ mod maintenance;
 mod metrics;
 mod read;
 mod read_ahead;
+mod tier_retention;
+mod tier_status;
 mod tiering;
 mod tiering_queues;
 mod write;
 
 pub use metrics::{HistogramSnapshot, MetricsSnapshot, QueueTrafficSnapshot};
 pub use read::{PullResult, Pulled};
-pub use tiering::{SegmentTier, TierStatus};
+pub use tier_status::{SegmentTier, TierStatus};
 
 struct StoreInner {
     root: PathBuf,

@@ -143,8 +143,13 @@ impl Store {
             && count < max_count
             && next - offset < MAX_FILTERED_ENTRIES + max_count as i64
         {
-            let Some(entry) = entries.next() else {
-                break;
+            let entry = match entries.next_entry() {
+                Ok(Some(entry)) => entry,
+                Ok(None) => break,
+                // An evicted queue file the tier cannot serve now: the records before it
+                // are returned; a pull starting in it reports why.
+                Err(_) if count > 0 => break,
+                Err(error) => return Err(error.at_queue_offset(next)),
             };
             if entry.commitlog_end() > readable_end {
                 break;
@@ -180,9 +185,12 @@ impl Store {
                     });
                 }
                 Err(Error::OffsetOutOfRange { .. }) => break,
-                // A damaged record ends the read before it, so that the valid records
-                // ahead of it are returned; a read starting at it reports it.
-                Err(Error::Corrupt { .. }) if next > offset => break,
+                // A damaged record, a changed tier object or an unreachable tier ends
+                // the read before it, so that the records ahead of it are returned; a
+                // read starting at it reports it.
+                Err(
+                    Error::Corrupt { .. } | Error::TierObjectChanged { .. } | Error::Tier { .. },
+                ) if next > offset => break,
                 Err(error) => return Err(error.at_queue_offset(next)),
             };
             let view = record.view();

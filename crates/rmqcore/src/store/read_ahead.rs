@@ -67,8 +67,10 @@ impl QueueReadAhead {
         };
         let start = (from * GROUP).max(offset);
         let count = (wanted_end * GROUP - start).max(0) as usize;
+        // A hint only: entries that cannot be read now are the pull's to report.
         let records: Vec<(u64, u32)> = queue
             .entries(start, count)
+            .unwrap_or_default()
             .into_iter()
             .filter(|entry| !entry.is_placeholder() && entry.commitlog_offset >= 0)
             .take_while(|entry| (entry.commitlog_offset as u64) < remote_below)

@@ -199,16 +199,45 @@ impl ObjectClient {
             .map_err(|error| self.failed(object, error))
     }
 
-    /// Fetch `range` in the background and hand the outcome to `done` (read-ahead).
-    pub fn spawn_get_range(
+    /// The bytes in `range` of an object the store recorded with `size` bytes and CRC32
+    /// `crc32`: the GET's own answer (the object's size and the CRC32 kept with it) must
+    /// still say so, at no extra request, or the read fails as `TierObjectChanged`; so
+    /// does an object that is gone. A changed object's bytes are never returned.
+    pub fn get_recorded(
+        &self,
+        object: &ObjectPath,
+        range: Range<u64>,
+        size: u64,
+        crc32: u32,
+    ) -> Result<Bytes> {
+        let offset = range.start;
+        let fetched = self
+            .runtime
+            .block_on(get_checked(&self.store, object, range, size, crc32));
+        match fetched {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(reason)) => Err(Error::tier_object_changed(
+                self.location.describe(object),
+                offset,
+                reason,
+            )),
+            Err(error) => Err(self.failed(object, error)),
+        }
+    }
+
+    /// `get_recorded` in the background, handing the bytes (None on any failure) to
+    /// `done` (read-ahead: a reader that wants them fetches them itself and sees why).
+    pub fn spawn_get_recorded(
         &self,
         object: ObjectPath,
         range: Range<u64>,
+        (size, crc32): (u64, u32),
         done: impl FnOnce(Option<Bytes>) + Send + 'static,
     ) {
         let store = self.store.clone();
         self.runtime.spawn(async move {
-            done(store.get_range(&object, range).await.ok());
+            let fetched = get_checked(&store, &object, range, size, crc32).await;
+            done(fetched.ok().and_then(|checked| checked.ok()));
         });
     }
 
@@ -230,6 +259,44 @@ impl ObjectClient {
             )
             .map_err(|error| tier_error(self.location.describe(prefix), &error))
     }
+}
+
+/// One ranged GET of a recorded object, checked against its record: Ok(Err(why)) when
+/// the object is gone or its size or CRC32 (as the GET answers them) is not the one
+/// recorded at upload.
+async fn get_checked(
+    store: &AmazonS3,
+    object: &ObjectPath,
+    range: Range<u64>,
+    size: u64,
+    crc32: u32,
+) -> std::result::Result<std::result::Result<Bytes, String>, object_store::Error> {
+    let options = GetOptions {
+        range: Some(range.into()),
+        ..GetOptions::default()
+    };
+    let result = match store.get_opts(object, options).await {
+        Ok(result) => result,
+        Err(object_store::Error::NotFound { .. }) => {
+            return Ok(Err(
+                "it is gone from the bucket (deleted behind the store's back)".into(),
+            ))
+        }
+        Err(error) => return Err(error),
+    };
+    let found_size = result.meta.size;
+    let found_crc = result
+        .attributes
+        .get(&Attribute::Metadata(CRC_METADATA.into()))
+        .and_then(|value| u32::from_str_radix(value.as_ref(), 16).ok());
+    if found_size != size || found_crc != Some(crc32) {
+        return Ok(Err(format!(
+            "it was uploaded as {size} bytes with CRC32 {crc32:08x}; the bucket now has \
+             {found_size} bytes with CRC32 {}",
+            found_crc.map_or("(none recorded)".into(), |c| format!("{c:08x}"))
+        )));
+    }
+    result.bytes().await.map(Ok)
 }
 
 /// The server's reason, without the crate's nesting of wrappers or the XML body.

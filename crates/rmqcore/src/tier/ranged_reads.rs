@@ -133,7 +133,7 @@ impl RemoteLog {
     fn fetch_run(&self, segment: &TieredSegment, run: RangeInclusive<u64>) -> Result<Vec<Bytes>> {
         let (start, end) = run_bytes(segment, &run);
         let object = self.client.location().segment(segment.start_offset);
-        let outcome = self.counted_get(&object, start..end);
+        let outcome = self.counted_get(&object, start..end, (segment.size, segment.crc32));
         let blocks = outcome
             .as_ref()
             .ok()
@@ -142,12 +142,12 @@ impl RemoteLog {
         settle(&self.cache, segment.start_offset, &run, blocks.as_deref());
         let got = outcome?;
         blocks.ok_or_else(|| {
-            Error::corrupt(
-                self.segment_object_name(segment),
+            Error::tier_object_changed(
+                self.client.location().describe(&object),
                 start,
                 format!(
-                    "the object is shorter than the {} bytes uploaded (a read of {start}..{end} \
-                     gave {} bytes): it was changed in the bucket",
+                    "it is shorter than the {} bytes uploaded (a read of {start}..{end} gave {} \
+                     bytes)",
                     segment.size,
                     got.len()
                 ),
@@ -180,8 +180,9 @@ impl RemoteLog {
             let cache = Arc::clone(&self.cache);
             let reads = Arc::clone(&self.reads);
             let start_offset = segment.start_offset;
+            let recorded = (segment.size, segment.crc32);
             self.client
-                .spawn_get_range(object.clone(), start..end, move |bytes| {
+                .spawn_get_recorded(object.clone(), start..end, recorded, move |bytes| {
                     if let Some(bytes) = &bytes {
                         reads.range_reads.fetch_add(1, Ordering::Relaxed);
                         reads

@@ -67,7 +67,7 @@ impl crate::index::remote::RemoteIndex for RemoteLog {
         }
         let from = (header.entries_at() + start as usize * ENTRY_SIZE) as u64;
         let to = from + length as u64 * ENTRY_SIZE as u64;
-        let run = self.counted_get(&object, from..to)?;
+        let run = self.counted_get(&object, from..to, self.recorded_index_file(name)?)?;
         if run.len() as u64 != to - from {
             return Err(Error::corrupt(
                 describe(),
@@ -87,6 +87,17 @@ impl crate::index::remote::RemoteIndex for RemoteLog {
 }
 
 impl RemoteLog {
+    /// Index file `name`'s size and CRC32 as recorded at upload.
+    fn recorded_index_file(&self, name: &str) -> Result<(u64, u32)> {
+        self.state
+            .read()
+            .expect("tier state lock")
+            .index_files
+            .get(name)
+            .map(|file| (file.size, file.crc32))
+            .ok_or_else(|| Error::NotFound(format!("index file {name} is no longer in the tier")))
+    }
+
     /// The slot table of index file `name`: kept, or fetched whole and kept.
     fn slot_table(&self, name: &str, header: &CompactedHeader) -> Result<Bytes> {
         if let Some(table) = self.slot_tables.lock().expect("slot table lock").get(name) {
@@ -95,7 +106,7 @@ impl RemoteLog {
         let object = self.client.location().index_file(name);
         let from = HEADER_SIZE as u64;
         let to = from + u64::from(header.slot_count.max(1)) * SLOT_SIZE as u64;
-        let table = self.counted_get(&object, from..to)?;
+        let table = self.counted_get(&object, from..to, self.recorded_index_file(name)?)?;
         if table.len() as u64 != to - from {
             return Err(Error::corrupt(
                 PathBuf::from(self.client.location().describe(&object)),

@@ -56,12 +56,15 @@ impl RemoteLog {
         }
     }
 
+    /// A ranged GET of an object recorded with `size` bytes and CRC32 `crc32`, checked
+    /// against that record (`ObjectClient::get_recorded`) and counted.
     pub(super) fn counted_get(
         &self,
         object: &object_store::path::Path,
         range: std::ops::Range<u64>,
+        (size, crc32): (u64, u32),
     ) -> Result<Bytes> {
-        let bytes = self.client.get_range(object, range)?;
+        let bytes = self.client.get_recorded(object, range, size, crc32)?;
         self.reads.range_reads.fetch_add(1, Ordering::Relaxed);
         self.reads
             .bytes_fetched
@@ -137,14 +140,13 @@ impl RemoteLog {
     /// CRC32: what scans of the whole log read.
     pub fn read_whole_segment(&self, segment: &TieredSegment) -> Result<Bytes> {
         let object = self.client.location().segment(segment.start_offset);
-        let bytes = self.counted_get(&object, 0..segment.size)?;
+        let bytes = self.counted_get(&object, 0..segment.size, (segment.size, segment.crc32))?;
         if bytes.len() as u64 != segment.size || crc32fast::hash(&bytes) != segment.crc32 {
-            return Err(Error::corrupt(
-                self.segment_object_name(segment),
+            return Err(Error::tier_object_changed(
+                self.client.location().describe(&object),
                 0,
                 format!(
-                    "the object differs from the segment uploaded ({} bytes, CRC32 {:08x}): it \
-                     was changed in the bucket",
+                    "its bytes differ from the segment uploaded ({} bytes, CRC32 {:08x})",
                     segment.size, segment.crc32
                 ),
             ));

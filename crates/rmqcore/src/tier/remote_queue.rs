@@ -4,8 +4,6 @@
 //! otherwise point readers at the wrong records. Checked files are kept (within a
 //! quarter of the read cache's bytes), so a consumer going through a file fetches it once.
 
-use std::path::PathBuf;
-
 use bytes::Bytes;
 
 use super::remote_log::RemoteLog;
@@ -70,14 +68,14 @@ impl RemoteQueueFiles for RemoteLog {
             .cloned()
             .ok_or_else(|| Error::NotFound(format!("queue file {key} is no longer in the tier")))?;
         let object = self.client.location().queue_file(&key);
-        let bytes = self.counted_get(&object, 0..file.size)?;
+        let bytes = self.counted_get(&object, 0..file.size, (file.size, file.crc32))?;
         if bytes.len() as u64 != file.size || crc32fast::hash(&bytes) != file.crc32 {
-            return Err(Error::corrupt(
-                PathBuf::from(self.client.location().describe(&object)),
+            return Err(Error::tier_object_changed(
+                self.client.location().describe(&object),
                 0,
                 format!(
-                    "the object differs from the consume-queue file uploaded ({} bytes, CRC32 \
-                     {:08x}): it was changed in the bucket; its entries are not served",
+                    "its bytes differ from the consume-queue file uploaded ({} bytes, CRC32 \
+                     {:08x}); its entries are not served",
                     file.size, file.crc32
                 ),
             ));

@@ -12,7 +12,7 @@ pub fn code_for(error: &Error) -> Code {
         Error::InvalidArgument { .. } => Code::BadRequest,
         Error::NotFound(_) => Code::NotFound,
         Error::OffsetOutOfRange { .. } => Code::IllegalOffset,
-        Error::Corrupt { .. } => Code::MessageCorrupted,
+        Error::Corrupt { .. } | Error::TierObjectChanged { .. } => Code::MessageCorrupted,
         Error::FlushFailed(_) => Code::MasterPersistenceTimeout,
         Error::ReadOnly => Code::Forbidden,
         // The binding raises an OSError for the rest of Io; Python's table has no entry
@@ -51,6 +51,7 @@ pub const CODES_BY_CLASS: &[(&str, Code)] = &[
     ("StoreClosedError", Code::InternalServerError),
     ("FlushFailedError", Code::MasterPersistenceTimeout),
     ("TierError", Code::InternalServerError),
+    ("TierObjectChangedError", Code::MessageCorrupted),
     ("StoreLockedError", Code::InternalServerError),
     ("ReadOnlyError", Code::Forbidden),
 ];

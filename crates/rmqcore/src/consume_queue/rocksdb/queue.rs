@@ -266,32 +266,35 @@ impl ConsumeQueue for RocksDbConsumeQueue {
         &self.traffic
     }
 
-    fn stored_entry(&self, queue_offset: i64) -> Option<CqEntry> {
-        self.database
-            .get_entry(&self.key(queue_offset))
-            .ok()
-            .flatten()
+    fn stored_entry(&self, queue_offset: i64) -> Result<Option<CqEntry>> {
+        self.database.get_entry(&self.key(queue_offset))
     }
 
     /// One iterator pass instead of a lookup per entry (a few entries are looked up:
     /// making an iterator costs more than a handful of lookups).
-    fn entries(&self, from: i64, max: usize) -> Vec<CqEntry> {
+    fn entries(&self, from: i64, max: usize) -> Result<Vec<CqEntry>> {
         const LOOKUPS_BELOW: i64 = 4;
         let end = self.max_offset().min(from.saturating_add(max as i64));
         if from < self.min_offset() || from >= end {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         if end - from < LOOKUPS_BELOW {
-            return (from..end)
-                .map_while(|queue_offset| self.stored_entry(queue_offset))
-                .collect();
+            let mut entries = Vec::new();
+            for queue_offset in from..end {
+                match self.stored_entry(queue_offset)? {
+                    Some(entry) => entries.push(entry),
+                    None => break,
+                }
+            }
+            return Ok(entries);
         }
-        self.database
+        Ok(self
+            .database
             .entries_in(&self.key(from), &self.key(end), max)
             .into_iter()
             .zip(from..)
             .map_while(|((offset, entry), expected)| (offset == expected).then_some(entry))
-            .collect()
+            .collect())
     }
 
     /// One `WriteBatch` for the run, written at once (appends from the store go through

@@ -1,0 +1,135 @@
+"""Evicted consume-queue files (issue 19, format §7.5) under the operations that read a
+queue's entries other than a pull, against a real S3-compatible server (versitygw on
+loopback): search by time for times well after the first message, a rebuild of the
+queues from the log, and opening the store while the server is down.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rmq
+from rmq.errors import TierError
+
+from tests.support.s3_server import S3Server
+
+SEGMENT = 64 * 1024
+ENTRIES_PER_FILE = 100
+
+
+def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
+    return rmq.Store(
+        str(path),
+        commitlog_segment_size=SEGMENT,
+        consume_queue_entries_per_file=ENTRIES_PER_FILE,
+        tier_url=f"s3://{bucket}/shard-0",
+        tier_endpoint=server.endpoint,
+        **options,
+    )
+
+
+def tier_state(path: Path) -> dict[str, Any]:
+    state: dict[str, Any] = json.loads((path / "tier" / "state.json").read_text())
+    return state
+
+
+def evicted_entries_end(path: Path) -> int:
+    """The queue offset after the last entry of queue 0's evicted files."""
+    return max(
+        (file["startOffset"] + file["size"]) // 20
+        for key, file in tier_state(path)["consumeQueues"].items()
+        if key.startswith("Orders/0/") and not file["local"]
+    )
+
+
+def read_all(store: rmq.Store, queue_id: int) -> list[tuple[int, bytes]]:
+    return [(m.queue_offset, m.body) for m in store.get("Orders", queue_id, 0, 10_000)]
+
+
+def test_offset_for_time_reads_evicted_queue_files_for_times_after_the_first_message(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """Search by time inside evicted queue files, not only at time 0: each round of
+    messages starts later than the last, and the search finds each round's first."""
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
+    starts: list[tuple[int, int]] = []  # (store time of the round's first, its queue offset)
+    for round_ in range(6):
+        time.sleep(0.01)
+        for i in range(250):
+            result = store.put("Orders", b"r%d-%d " % (round_, i) * 8, queue_id=0)
+            if i == 0:
+                starts.append((result.store_timestamp, result.queue_offset))
+    store.upload_to_tier()
+    store.run_retention()
+    store.close()
+    assert evicted_entries_end(path) >= 500  # four rounds' first messages are evicted
+    store = rmq.Store(str(path))
+    for stamp, queue_offset in starts:
+        assert store.offset_for_time("Orders", 0, stamp) == queue_offset
+        # A time after the round's first message finds a later one.
+        assert store.offset_for_time("Orders", 0, stamp + 1) > queue_offset
+    assert store.offset_for_time("Orders", 0, starts[-1][0] + 60_000) == 1500
+    store.close()
+
+
+def evicted_store(path: Path, server: S3Server, bucket: str) -> None:
+    store = open_store(path, server, bucket, local_retention_bytes=0)
+    for i in range(1500):
+        store.put("Orders", f"order {i} ".encode() * 6, queue_id=i % 2, keys=[f"order-{i}"])
+    store.upload_to_tier()
+    store.run_retention()
+    store.close()
+    assert evicted_entries_end(path) >= 300
+
+
+def test_rebuild_of_a_store_whose_queue_files_are_evicted_keeps_every_message(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """A rebuild dispatches the whole log again, its evicted segments read from the
+    bucket: every queue reads as before, and retention and a reopen agree with it."""
+    path = tmp_path / "store"
+    evicted_store(path, aws_env, s3_bucket)
+    # Opened as it was made: a rebuild writes files of the size the open says.
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
+    before = {q: read_all(store, q) for q in (0, 1)}
+    assert [len(before[q]) for q in (0, 1)] == [750, 750]
+    assert store.rebuild() == 1500
+    assert {q: read_all(store, q) for q in (0, 1)} == before
+    assert store.verify().clean
+    store.upload_to_tier()
+    store.run_retention()
+    for key, file in tier_state(path)["consumeQueues"].items():
+        assert (path / "consumequeue" / key).exists() == file["local"], key
+    assert {q: read_all(store, q) for q in (0, 1)} == before
+    store.close()
+    reopened = rmq.Store(str(path))
+    assert [reopened.min_offset("Orders", q) for q in (0, 1)] == [0, 0]
+    assert {q: read_all(reopened, q) for q in (0, 1)} == before
+    reopened.close()
+
+
+def test_a_store_with_evicted_queue_files_opens_while_the_server_is_down(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """Opening reads no evicted queue file: bounds come from the state and local files,
+    local messages read on, and reads of evicted entries fail until the server is back."""
+    path = tmp_path / "store"
+    evicted_store(path, aws_env, s3_bucket)
+    aws_env.kill()
+    try:
+        store = rmq.Store(str(path))
+        assert [store.min_offset("Orders", q) for q in (0, 1)] == [0, 0]
+        assert [store.max_offset("Orders", q) for q in (0, 1)] == [750, 750]
+        assert [m.queue_offset for m in store.get("Orders", 1, 745, 10)] == list(range(745, 750))
+        with pytest.raises(TierError) as raised:
+            store.get("Orders", 1, 0, 10)
+        assert raised.value.unreachable
+    finally:
+        aws_env.start()
+    assert [m.queue_offset for m in store.get("Orders", 1, 0, 10)] == list(range(10))
+    store.close()
