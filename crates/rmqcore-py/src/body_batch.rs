@@ -19,6 +19,7 @@ pub struct BodyColumns {
     data: Vec<u8>,
     offsets: Vec<i64>,
     queue_offsets: Vec<i64>,
+    expected: usize,
 }
 
 impl BodyColumns {
@@ -31,10 +32,16 @@ impl BodyColumns {
             data: Vec::new(),
             offsets,
             queue_offsets: Vec::with_capacity(messages),
+            expected: messages,
         }
     }
 
     pub fn push(&mut self, view: &RecordView<'_>) {
+        if self.data.is_empty() {
+            // A queue's bodies are mostly alike in size: room for as many as the first,
+            // rather than growing (and copying) the buffer a dozen times.
+            self.data.reserve(view.body.len() * self.expected);
+        }
         self.data.extend_from_slice(view.body);
         self.offsets.push(self.data.len() as i64);
         self.queue_offsets.push(view.queue_offset);
