@@ -239,7 +239,6 @@ impl Store {
 
     /// `query_by_key`'s records as views of the log, handed to `visit` (see `lookup.rs`);
     /// returns how many.
-    #[expect(clippy::too_many_arguments, reason = "the query and the visitor")]
     pub fn visit_by_key(
         &self,
         topic: &str,
