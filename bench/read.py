@@ -11,7 +11,8 @@ from bench.harness import Benchmark, Case, Context, Metrics, System
 from bench.workload import BATCH, make
 
 SYSTEM_NOTES = {
-    "rmq": "get(topic, queue, offset, 32) until the end; query_by_key for lookups",
+    "rmq": "read_bodies(topic, queue, offset, 1024) until the end, a memoryview per body; "
+    "query_by_key for lookups",
     "mmap limit": "one bytes slice of the mapping per message; lookups: a dict then a slice",
     "rocksdb": "iterator over the message range; lookups: two point gets",
     "lmdb": "cursor over the message database; lookups: two gets in one read txn",
@@ -79,6 +80,11 @@ def build(ctx: Context) -> Benchmark:
         ),
         cases=cases,
         systems=systems,
-        parameters={"messages": count, "lookups": lookups, "read_batch": 32},
+        parameters={
+            "messages": count,
+            "lookups": lookups,
+            "rmq_read_batch": 1024,
+            "sqlite_fetch": 32,
+        },
         columns={"msgs_per_s": "msgs/s", "mb_per_s": "body MB/s", "us_per_msg": "µs/msg"},
     )

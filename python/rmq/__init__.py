@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rmq import errors
 from rmq._rmqcore import (
+    BodyBatch,
     DiskUsage,
     EncodedPull,
     Message,
@@ -37,6 +38,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BodyBatch",
     "Client",
     "DiskUsage",
     "EncodedPull",

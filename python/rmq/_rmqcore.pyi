@@ -15,6 +15,8 @@ from rmq.errors import BrokerError, CorruptRecordError
 
 __all__ = [
     "RETRYABLE_STATUS_CODES",
+    "BodyBatch",
+    "BodyIterator",
     "ColumnBuffer",
     "DecodedBatch",
     "DiskUsage",
@@ -141,6 +143,45 @@ class PullResult:
     def min_offset(self) -> int: ...
     @property
     def max_offset(self) -> int: ...
+
+@final
+class BodyBatch:
+    """The answer to ``Store.read_bodies``: the bodies alone, one after the other in one
+    buffer, in Apache Arrow's ``large_binary`` layout (``offsets``, ``data``).
+
+    Iterating gives each body as a read-only ``memoryview`` into ``data`` (no copy, no
+    ``Message``); ``batch[i]`` gives one. ``pyarrow.Array.from_buffers(pa.large_binary(),
+    len(batch), [None, pa.py_buffer(batch.offsets), pa.py_buffer(batch.data)])`` wraps the
+    bodies as an Arrow array without a copy.
+    """
+
+    def __len__(self) -> int:
+        """How many bodies the batch holds."""
+    def __getitem__(self, index: int, /) -> memoryview:
+        """Body ``index`` (negative counts from the end); ``IndexError`` past the end."""
+    def __iter__(self) -> BodyIterator: ...
+    @property
+    def data(self) -> ColumnBuffer:
+        """Every body, one after the other."""
+    @property
+    def offsets(self) -> ColumnBuffer:
+        """``len(batch) + 1`` int64 positions: body ``i`` is ``data[offsets[i]:offsets[i+1]]``."""
+    @property
+    def queue_offsets(self) -> ColumnBuffer:
+        """The int64 queue offset of each body (gaps where a tag filter skipped messages)."""
+    @property
+    def next_offset(self) -> int: ...
+    @property
+    def min_offset(self) -> int: ...
+    @property
+    def max_offset(self) -> int: ...
+
+@final
+class BodyIterator:
+    """Iterator over a ``BodyBatch``: each body as a read-only ``memoryview``."""
+
+    def __iter__(self) -> BodyIterator: ...
+    def __next__(self) -> memoryview: ...
 
 @final
 class EncodedPull:
@@ -591,6 +632,20 @@ class Store:
     ) -> EncodedPull:
         """``pull`` for the broker: the messages come protobuf-encoded, with no Python
         object made per message."""
+    def read_bodies(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int = 32,
+        *,
+        tags: str | Sequence[str] | None = None,
+        max_bytes: int | None = None,
+    ) -> BodyBatch:
+        """``pull`` for bulk readers: only the bodies, copied into one buffer with no
+        Python object per message (``BodyBatch``). The same messages as ``pull`` with the
+        same arguments, each record's CRCs checked as ``get`` checks them, and the same
+        errors."""
     def put_send_batch(self, batch: SendBatch, *, born_host: str | None = None) -> bytes:
         """Store a decoded Send request as ``put_batch`` would and return the serialized
         ``rmq.v1.SendResponse``."""

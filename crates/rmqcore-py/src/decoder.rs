@@ -92,6 +92,26 @@ fn buffer(py: Python<'_>, values: Values) -> PyResult<Py<PyColumnBuffer>> {
     Py::new(py, PyColumnBuffer { values })
 }
 
+impl PyColumnBuffer {
+    /// A buffer of bytes (a binary column's data), for other modules' columns.
+    pub(crate) fn of_bytes(py: Python<'_>, values: Vec<u8>) -> PyResult<Py<Self>> {
+        buffer(py, Values::Bytes(values))
+    }
+
+    /// A buffer of i64 (offsets or positions), for other modules' columns.
+    pub(crate) fn of_i64(py: Python<'_>, values: Vec<i64>) -> PyResult<Py<Self>> {
+        buffer(py, Values::I64(values))
+    }
+
+    /// The buffer's i64 values, if it holds them.
+    pub(crate) fn i64_values(&self) -> &[i64] {
+        match &self.values {
+            Values::I64(values) => values,
+            _ => &[],
+        }
+    }
+}
+
 /// `(length, [validity, offsets, data])` for a text or binary column.
 fn var_column(
     py: Python<'_>,

@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+mod body_batch;
 mod decoder;
 mod errors;
 mod functions;
@@ -35,6 +36,8 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyStore>()?;
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<store::PyEncodedPull>()?;
+    module.add_class::<body_batch::PyBodyBatch>()?;
+    module.add_class::<body_batch::PyBodyIter>()?;
     module.add_class::<send_batch::PySendBatch>()?;
     module.add_class::<producer_core::PyProducerCore>()?;
     module.add_class::<send_future::PySendFuture>()?;

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::index::{record_matches_key, IndexService};
 use crate::record::message::StoredMessage;
 use crate::record::msg_id::{create_msg_id, decode_msg_id};
+use crate::record::RecordView;
 
 /// Messages of `topic` stored in `[begin, end]` whose `KEYS` tokens or `UNIQ_KEY`
 /// include `key`, newest first, at most `max_count`. Records below `readable_end` only
@@ -35,6 +36,39 @@ pub fn query_by_key(
     end: i64,
     max_count: usize,
 ) -> Result<Vec<StoredMessage>> {
+    let mut found = Vec::new();
+    visit_by_key(
+        commit_log,
+        index,
+        readable_end,
+        topic,
+        key,
+        begin,
+        end,
+        max_count,
+        |view| found.push(StoredMessage::from_record(view)),
+    )?;
+    Ok(found)
+}
+
+/// `query_by_key`'s records handed to `visit` as views of the log (CRC checked), so a
+/// reader that wants few of a message's fields copies and decodes only those. Returns how
+/// many were visited.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the store passes its parts and the query"
+)]
+pub fn visit_by_key(
+    commit_log: &CommitLog,
+    index: &IndexService,
+    readable_end: u64,
+    topic: &str,
+    key: &str,
+    begin: i64,
+    end: i64,
+    max_count: usize,
+    mut visit: impl FnMut(&RecordView<'_>),
+) -> Result<usize> {
     if key.is_empty() {
         return Err(Error::invalid("key", "is empty"));
     }
@@ -49,7 +83,7 @@ pub fn query_by_key(
     }
     let log_min = commit_log.min_offset();
     let mut seen = HashSet::new();
-    let mut found = Vec::new();
+    let mut count = 0;
     index.visit_candidates(topic, key, begin, end, |offset| {
         // A record with the key twice (KEYS and UNIQ_KEY) has two entries.
         if !seen.insert(offset) {
@@ -64,14 +98,15 @@ pub fn query_by_key(
         let record = commit_log.read(position, true)?;
         let view = record.view();
         if (begin..=end).contains(&view.store_timestamp) && record_matches_key(&view, topic, key) {
-            found.push(StoredMessage::from_record(&view));
-            if found.len() >= max_count {
+            visit(&view);
+            count += 1;
+            if count >= max_count {
                 return Ok(ControlFlow::Break(()));
             }
         }
         Ok(ControlFlow::Continue(()))
     })?;
-    Ok(found)
+    Ok(count)
 }
 
 /// The message a msgId names: the record at the commit-log offset in the id, which must

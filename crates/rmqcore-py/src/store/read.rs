@@ -2,12 +2,15 @@
 //! lookups of single messages (by commit-log offset, key, msgId, time). `get` and `pull`
 //! share one conversion of their arguments and one engine call (`pull_inner`), so that the
 //! two cannot drift apart in what they accept; `pull_encoded` encodes each record for the
-//! broker's wire while it reads, without a Python object per message.
+//! broker's wire while it reads, without a Python object per message; `read_bodies` keeps
+//! only the bodies, in one buffer.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
+use rmqcore::record::RecordView;
 use rmqcore::tag_filter::TagFilter;
 
+use crate::body_batch::{BodyColumns, PyBodyBatch, ReadEnd};
 use crate::errors::{invalid, without_gil};
 use crate::message::{checked_i32, PyMessage};
 use crate::read_records::ReadRecords;
@@ -87,14 +90,6 @@ fn records_to_list(py: Python<'_>, records: ReadRecords) -> PyResult<Py<PyList>>
     let objects = records
         .into_records()
         .map(|record| Py::new(py, PyMessage::from_record(record)))
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(PyList::new(py, objects)?.unbind())
-}
-
-fn messages_to_list(py: Python<'_>, messages: Vec<rmqcore::StoredMessage>) -> PyResult<Py<PyList>> {
-    let objects = messages
-        .into_iter()
-        .map(|message| Py::new(py, PyMessage::from_stored(py, message)))
         .collect::<PyResult<Vec<_>>>()?;
     Ok(PyList::new(py, objects)?.unbind())
 }
@@ -184,6 +179,34 @@ impl PyStore {
         })
     }
 
+    /// The bodies alone, in one buffer (`BodyBatch`): a bulk reader's form of `pull`.
+    #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None, max_bytes = None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
+    fn read_bodies(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i64,
+        offset: i64,
+        max_count: i64,
+        tags: Option<&Bound<'_, PyAny>>,
+        max_bytes: Option<i64>,
+    ) -> PyResult<PyBodyBatch> {
+        let arguments = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
+        let columns = BodyColumns::with_capacity(arguments.max_count);
+        let (columns, pulled) =
+            self.pull_into(py, topic, offset, arguments, columns, BodyColumns::push)?;
+        let end = ReadEnd {
+            next_offset: pulled.next_offset,
+            min_offset: pulled.min_offset,
+            max_offset: pulled.max_offset,
+        };
+        PyBodyBatch::new(py, columns, end)
+    }
+
     fn get_at(&self, py: Python<'_>, commitlog_offset: i64) -> PyResult<PyMessage> {
         let store = &self.inner;
         let message = without_gil(py, || store.read_at(commitlog_offset))?;
@@ -202,8 +225,15 @@ impl PyStore {
     ) -> PyResult<Py<PyList>> {
         let max_count = usize_option(py, "max_count", max_count)?;
         let store = &self.inner;
-        let messages = without_gil(py, || store.query_by_key(topic, key, begin, end, max_count))?;
-        messages_to_list(py, messages)
+        // The records are copied as `get` copies them: each message decodes the fields it
+        // is asked for, not all of them (a lookup's msgId and properties cost more than
+        // finding the record).
+        let records = without_gil(py, || {
+            let mut records = ReadRecords::default();
+            store.visit_by_key(topic, key, begin, end, max_count, |view| records.push(view))?;
+            Ok(records)
+        })?;
+        records_to_list(py, records)
     }
 
     fn get_by_msg_id(&self, py: Python<'_>, msg_id: &str) -> PyResult<PyMessage> {
@@ -237,15 +267,36 @@ impl PyStore {
         tags: Option<&Bound<'_, PyAny>>,
         max_bytes: Option<i64>,
     ) -> PyResult<(ReadRecords, rmqcore::Pulled)> {
+        let arguments = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
+        self.pull_into(
+            py,
+            topic,
+            offset,
+            arguments,
+            ReadRecords::default(),
+            ReadRecords::push,
+        )
+    }
+
+    /// One engine read of a queue (CRC checked on each record, GIL released), each record
+    /// handed to `push` with the collector the caller chose.
+    fn pull_into<C: Send>(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        offset: i64,
+        arguments: PullArguments,
+        mut collector: C,
+        push: impl Fn(&mut C, &RecordView<'_>) + Send,
+    ) -> PyResult<(C, rmqcore::Pulled)> {
         let PullArguments {
             queue_id,
             max_count,
             max_bytes,
             filter,
-        } = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
+        } = arguments;
         let store = &self.inner;
-        without_gil(py, || {
-            let mut records = ReadRecords::default();
+        without_gil(py, move || {
             let pulled = store.pull_each(
                 topic,
                 queue_id,
@@ -253,9 +304,9 @@ impl PyStore {
                 max_count,
                 filter.as_ref(),
                 max_bytes,
-                |view| records.push(view),
+                |view| push(&mut collector, view),
             )?;
-            Ok((records, pulled))
+            Ok((collector, pulled))
         })
     }
 }

@@ -24,6 +24,8 @@
 //! the entry count, so at most `entries − 1` entries are used. The slot and entry counts
 //! are not stored: the reader must know them (format §3.1).
 
+use crate::java_hash::java_hash_continue;
+
 pub const HEADER_SIZE: usize = 40;
 pub const BEGIN_TIMESTAMP_AT: usize = 0;
 pub const END_TIMESTAMP_AT: usize = BEGIN_TIMESTAMP_AT + 8;
@@ -47,13 +49,6 @@ const _: () = assert!(SLOT_SIZE % 4 == 0 && ENTRY_SIZE % 4 == 0 && ENTRY_PHY_OFF
 /// RocketMQ's defaults (`maxHashSlotNum`, `maxIndexNum`).
 pub const DEFAULT_SLOT_COUNT: u32 = 5_000_000;
 pub const DEFAULT_ENTRY_COUNT: u32 = 20_000_000;
-
-/// Java's `String.hashCode` continued over more text (UTF-16 code units).
-fn java_hash_continue(hash: i32, text: &str) -> i32 {
-    text.encode_utf16().fold(hash, |hash, unit| {
-        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
-    })
-}
 
 /// The hash stored for an index key string (format §3.4): the absolute value of Java's
 /// `String.hashCode`, with Integer.MIN_VALUE (whose absolute value overflows) mapped to 0.

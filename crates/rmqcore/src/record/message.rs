@@ -68,8 +68,12 @@ impl<'a> MessageDraft<'a> {
                 .map(|(name, value)| (name.as_str(), value.as_str())),
         )?;
         let tags = tags.map(|tags| (PROPERTY_TAGS, tags));
-        let joined_keys = self.keys.join(" ");
-        let keys = (!joined_keys.is_empty()).then_some((PROPERTY_KEYS, joined_keys.as_str()));
+        // One key (the common case) is its own KEYS value: no joined copy.
+        let joined_keys: Cow<'_, str> = match self.keys.as_slice() {
+            [key] => Cow::Borrowed(key.as_str()),
+            keys => Cow::Owned(keys.join(" ")),
+        };
+        let keys = (!joined_keys.is_empty()).then_some((PROPERTY_KEYS, joined_keys.as_ref()));
         let entries = tags.into_iter().chain(keys).chain(
             self.properties
                 .iter()

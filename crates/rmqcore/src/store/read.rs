@@ -245,6 +245,32 @@ impl Store {
         )
     }
 
+    /// `query_by_key`'s records as views of the log, handed to `visit` (see `lookup.rs`);
+    /// returns how many.
+    pub fn visit_by_key(
+        &self,
+        topic: &str,
+        key: &str,
+        begin: i64,
+        end: Option<i64>,
+        max_count: usize,
+        visit: impl FnMut(&RecordView<'_>),
+    ) -> Result<usize> {
+        self.check_open()?;
+        self.known_topic(topic)?;
+        crate::lookup::visit_by_key(
+            &self.inner.commit_log,
+            &self.inner.index,
+            self.readable_end(),
+            topic,
+            key,
+            begin,
+            end.unwrap_or(i64::MAX),
+            max_count,
+            visit,
+        )
+    }
+
     /// The message a msgId names (see `lookup.rs`).
     pub fn get_by_msg_id(&self, msg_id: &str) -> Result<StoredMessage> {
         self.check_open()?;
