@@ -40,7 +40,7 @@ def silent_endpoint() -> Iterator[str]:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)
-        yield "127.0.0.1:{}".format(listener.getsockname()[1])
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
 
 
 def _certificate(directory: Path, name: str) -> tuple[Path, Path]:
@@ -108,9 +108,8 @@ def test_a_status_from_the_broker_raises_its_class(brokers: Brokers) -> None:
     with pytest.raises(errors.BrokerNotFoundError) as raised:
         transport.call(broker.endpoint, GET_ROUTE, request)
     assert raised.value.code is grpc.StatusCode.NOT_FOUND
-    answer = pb.TopicRoute.FromString(
-        transport.call(broker.endpoint, GET_ROUTE, pb.GetRouteRequest(topic="present").SerializeToString())
-    )
+    present = pb.GetRouteRequest(topic="present").SerializeToString()
+    answer = pb.TopicRoute.FromString(transport.call(broker.endpoint, GET_ROUTE, present))
     assert [q.endpoint for q in answer.queues] == [q.endpoint for q in route.queues]
     # The started form: a pull of a queue the shard does not have ends with its status.
     ended: list[PendingCall] = []

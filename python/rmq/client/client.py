@@ -90,9 +90,7 @@ class Client:
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
 
-    def call(
-        self, what: str, endpoint: str, method: str, request: Message, answer: type[M]
-    ) -> M:
+    def call(self, what: str, endpoint: str, method: str, request: Message, answer: type[M]) -> M:
         """As ``call_bytes``, with protobuf messages."""
         raw = self.call_bytes(what, endpoint, method, request.SerializeToString())
         return answer.FromString(raw)

@@ -48,9 +48,7 @@ class Connection(Protocol):
         """Where each queue of ``topic`` lives (cached; ``refresh`` asks again)."""
         ...
 
-    def call(
-        self, what: str, endpoint: str, method: str, request: Message, answer: type[M]
-    ) -> M:
+    def call(self, what: str, endpoint: str, method: str, request: Message, answer: type[M]) -> M:
         """``method`` (a path, see ``rmq.client.transport.method_path``) on ``endpoint``
         with the token and timeout, retried while retryable."""
         ...
