@@ -130,3 +130,59 @@ impl Drop for UnaryCalls {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn calls() -> UnaryCalls {
+        UnaryCalls::new(Duration::from_secs(5), &[], None).expect("calls")
+    }
+
+    #[test]
+    fn nobody_listening_is_unavailable() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let answer = calls().call(&format!("127.0.0.1:{port}"), "/a.B/C", Bytes::new(), None);
+        assert_eq!(answer.expect_err("refused").code, Code::Unavailable as i32);
+    }
+
+    #[test]
+    fn a_silent_server_exceeds_the_deadline_and_a_started_call_can_be_cancelled() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let endpoint = listener.local_addr().expect("address").to_string();
+        let calls = calls();
+        let short = Some(Duration::from_millis(200));
+        let answer = calls.call(&endpoint, "/a.B/C", Bytes::new(), short);
+        assert_eq!(
+            answer.expect_err("silent").code,
+            Code::DeadlineExceeded as i32
+        );
+        let (ended, received) = mpsc::channel();
+        let handle = calls
+            .start(&endpoint, "/a.B/C", Bytes::new(), short, move |_| {
+                let _ = ended.send(());
+            })
+            .expect("started");
+        handle.cancel();
+        assert!(received.recv_timeout(Duration::from_millis(600)).is_err());
+    }
+
+    #[test]
+    fn a_path_that_is_not_one_is_refused_before_calling() {
+        let answer = calls().start(
+            "127.0.0.1:1",
+            "no spaces allowed",
+            Bytes::new(),
+            None,
+            |_| {},
+        );
+        assert_eq!(
+            answer.err().map(|error| error.code),
+            Some(Code::InvalidArgument as i32)
+        );
+    }
+}

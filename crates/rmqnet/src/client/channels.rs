@@ -161,8 +161,13 @@ impl ShardChannels {
         path: &'static str,
         body: Bytes,
     ) -> Result<Bytes, CallError> {
-        self.unary_within(endpoint, PathAndQuery::from_static(path), body, self.timeout)
-            .await
+        self.unary_within(
+            endpoint,
+            PathAndQuery::from_static(path),
+            body,
+            self.timeout,
+        )
+        .await
     }
 
     /// As `unary`, for any method and with its own timeout (a long-polling pull waits
