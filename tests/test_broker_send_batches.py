@@ -12,6 +12,7 @@ from rmq import errors
 from rmq._rmqcore import send_batches_response, split_send_batches, stored_answer
 from rmq.client import Client
 from rmq.proto.v1 import broker_pb2 as pb
+from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from tests.support.brokers import Brokers
 
@@ -40,8 +41,13 @@ def _raw_send_batches(client: Client) -> grpc.UnaryUnaryMultiCallable[bytes, byt
     )
 
 
+def _shard_stub(client: Client, queue_id: int) -> pb_grpc.ShardStub:
+    """A raw grpcio stub of the shard of ``queue_id`` (the client has no stubs)."""
+    return pb_grpc.ShardStub(grpc.insecure_channel(client.route(TOPIC).queues[queue_id].endpoint))
+
+
 def _pull(client: Client, queue_id: int) -> list[bytes]:
-    stub = client.shard_stub(client.route(TOPIC).queues[queue_id].endpoint)
+    stub = _shard_stub(client, queue_id)
     pulled = stub.Pull(pb.PullRequest(topic=TOPIC, queue_id=queue_id, offset=0, max_messages=99))
     return [m.body for m in pulled.messages]
 
@@ -58,7 +64,7 @@ def test_each_batch_is_stored_or_refused_on_its_own_and_answered_in_order(
             _batch(3, b"q3-a"),
         ]
     )
-    send = client.shard_stub(client.route(TOPIC).queues[0].endpoint).SendBatches
+    send = _shard_stub(client, 0).SendBatches
     answers = send(request, timeout=30).answers
 
     assert [a.WhichOneof("outcome") for a in answers] == ["result", "error", "error", "result"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import grpc
 from rmq.proto.v1 import broker_pb2 as pb
+from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from tests.support.brokers import Brokers
 
@@ -31,7 +32,7 @@ def test_pipelined_batches_are_answered_in_order(brokers: Brokers) -> None:
     ]
     for message in requests[3].messages:
         message.keys.append("k")
-    stub = client.shard_stub(endpoint)
+    stub = pb_grpc.ShardStub(grpc.insecure_channel(endpoint))
     answers = list(stub.SendStream(iter(requests), timeout=30))
 
     assert [a.sequence for a in answers] == [1, 2, 3, 4]

@@ -24,6 +24,7 @@ import pytest
 from rmq._rmqcore import decode_pull_response
 from rmq.cli.status import Snapshot, parse, quantile
 from rmq.client import Client
+from rmq.client.transport import method_path
 from rmq.cluster.local import LocalBroker
 from rmq.cluster.shard_metrics import cumulative_buckets
 from rmq.proto.v1 import broker_pb2 as pb
@@ -43,6 +44,7 @@ GROUP = "half-way"
 EXACT = {"ledger": (3, 90), "audit": (2, 40)}
 PULLED = "ledger"  # read once per queue, up to PULL_MAX messages; "audit" is never read
 PULL_MAX = 7
+PULL_METHOD = method_path("Shard", "Pull")
 
 
 def body_size(topic: str, i: int) -> int:
@@ -123,9 +125,10 @@ def exact(module_brokers: Brokers, traffic: Traffic) -> Exact:
     messages = body_bytes = 0
     for queue in range(EXACT[PULLED][0]):
         end = client.queue_offsets(PULLED, queue)[1]
-        pull = client.encoded_pull(client.route(PULLED).queues[queue].endpoint)
+        shard = client.route(PULLED).queues[queue].endpoint
         request = pb.PullRequest(topic=PULLED, queue_id=queue, offset=0, max_messages=PULL_MAX)
-        got, _, _, _ = decode_pull_response(pull(request, timeout=10, metadata=client.metadata))
+        raw = client.call_bytes("pull", shard, PULL_METHOD, request.SerializeToString())
+        got, _, _, _ = decode_pull_response(raw)
         assert len(got) == min(PULL_MAX, end)
         messages += len(got)
         body_bytes += sum(len(message.body) for message in got)

@@ -25,6 +25,7 @@ mod store;
 mod store_metrics;
 mod store_tier;
 mod tier_reader;
+mod transport;
 mod verify_report;
 
 #[pymodule]
@@ -40,6 +41,8 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<body_batch::PyBodyIter>()?;
     module.add_class::<send_batch::PySendBatch>()?;
     module.add_class::<producer_core::PyProducerCore>()?;
+    module.add_class::<transport::PyTransport>()?;
+    module.add_class::<transport::PyPendingCall>()?;
     module.add_class::<send_future::PySendFuture>()?;
     module.add_class::<send_result::PySendResult>()?;
     module.add_class::<received_message::PyReceivedMessage>()?;

@@ -4,33 +4,32 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import grpc
+from google.protobuf.message import Message
 
-from rmq._rmqcore import ReceivedMessage
-from rmq.client.channels import Credentials, open_channel
+from rmq._rmqcore import ReceivedMessage, Transport
 from rmq.client.consumer import Consumer
+from rmq.client.credentials import Credentials
 from rmq.client.messages import QueueInfo, ShardProcessInfo, TopicRoute
 from rmq.client.producer import Producer
-from rmq.client.status import RETRYABLE, from_rpc_error
-from rmq.errors import BrokerNotFoundError
+from rmq.client.status import RETRYABLE
+from rmq.client.transport import method_path, open_transport
+from rmq.errors import BrokerError, BrokerNotFoundError
 from rmq.proto.v1 import broker_pb2 as pb
-from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 DEFAULT_ENDPOINT = "127.0.0.1:8081"
 
-
-def _shard_method(name: str) -> str:
-    """The path of a Shard method, from the service descriptor: "/rmq.v1.Shard/Send"."""
-    service = pb.DESCRIPTOR.services_by_name["Shard"]
-    return "/{}/{}".format(*service.methods_by_name[name].full_name.rsplit(".", 1))
+M = TypeVar("M", bound=Message)
 
 
-_PULL_METHOD = _shard_method("Pull")
-T = TypeVar("T")
+def _route(name: str) -> str:
+    return method_path("Route", name)
+
+
+def _shard(name: str) -> str:
+    return method_path("Shard", name)
 
 
 class Client:
@@ -62,65 +61,43 @@ class Client:
             token=token, tls=tls, tls_root_cert=tls_root_cert, server_name=server_name
         )
         self._lock = threading.Lock()
-        self._channels: dict[str, grpc.Channel] = {}
-        # (method, endpoint) -> a multi-callable taking or giving bytes the engine encodes
-        self._raw_methods: dict[tuple[str, str], grpc.UnaryUnaryMultiCallable[Any, Any]] = {}
         self._routes: dict[str, TopicRoute] = {}
-        self._route_stub = pb_grpc.RouteStub(self._channel(endpoint))
+        # Every call but the producer's batches: routes, admin, lookups, offsets, pulls.
+        self.transport: Transport = open_transport(self.credentials, timeout)
         self._closed = False
 
     # ---- plumbing shared with producers and consumers ----
-
-    def _channel(self, endpoint: str) -> grpc.Channel:
-        with self._lock:
-            channel = self._channels.get(endpoint)
-            if channel is None:
-                channel = self._channels[endpoint] = open_channel(endpoint, self.credentials)
-            return channel
-
-    def shard_stub(self, endpoint: str) -> pb_grpc.ShardStub:
-        return pb_grpc.ShardStub(self._channel(endpoint))
-
-    def _raw_method(
-        self,
-        method: str,
-        endpoint: str,
-        serializer: Callable[[Any], bytes] | None,
-        deserializer: Callable[[bytes], Any] | None,
-    ) -> grpc.UnaryUnaryMultiCallable[Any, Any]:
-        """A Shard method with bytes on one side or both (None: no conversion), made once
-        per endpoint."""
-        call = self._raw_methods.get((method, endpoint))
-        if call is None:
-            call = self._channel(endpoint).unary_unary(
-                method, request_serializer=serializer, response_deserializer=deserializer
-            )
-            self._raw_methods[(method, endpoint)] = call
-        return call
-
-    def encoded_pull(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]:
-        """``Shard.Pull`` answering with the response's bytes, for
-        ``rmq._rmqcore.decode_pull_response``."""
-        return self._raw_method(_PULL_METHOD, endpoint, pb.PullRequest.SerializeToString, None)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
         return tuple(self.credentials.metadata)
 
-    def call(self, what: str, function: Callable[..., T], request: Any, **kwargs: Any) -> T:
-        """Call ``function(request)`` with the token and timeout; retry on UNAVAILABLE
-        and friends until ``retry_timeout``; raise the matching client error."""
-        timeout = kwargs.pop("timeout", self.timeout)
+    def call_bytes(
+        self, what: str, endpoint: str, method: str, request: bytes, *, timeout: float | None = None
+    ) -> bytes:
+        """Call ``method`` on ``endpoint`` with the token and timeout; retry on
+        UNAVAILABLE and friends until ``retry_timeout``; raise the matching client error."""
         deadline = time.monotonic() + self.retry_timeout
         pause = 0.05
         while True:
             try:
-                return function(request, timeout=timeout, metadata=self.metadata, **kwargs)
-            except grpc.RpcError as error:
-                if error.code() not in RETRYABLE or time.monotonic() + pause > deadline:
-                    raise from_rpc_error(error, what) from None
+                return self.transport.call(
+                    endpoint, method, request, timeout=timeout or self.timeout, what=what
+                )
+            except BrokerError as error:
+                if error.code not in RETRYABLE or time.monotonic() + pause > deadline:
+                    raise
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
+
+    def call(self, what: str, endpoint: str, method: str, request: Message, answer: type[M]) -> M:
+        """As ``call_bytes``, with protobuf messages."""
+        raw = self.call_bytes(what, endpoint, method, request.SerializeToString())
+        return answer.FromString(raw)
+
+    def _admin(self, what: str, name: str, request: Message, answer: type[M]) -> M:
+        """``Route.<name>`` on the supervisor."""
+        return self.call(what, self.endpoint, _route(name), request, answer)
 
     # ---- routes and topic admin ----
 
@@ -130,8 +107,8 @@ class Client:
             cached = self._routes.get(topic)
         if cached is not None and not refresh:
             return cached
-        answer = self.call(
-            f"route of {topic!r}", self._route_stub.GetRoute, pb.GetRouteRequest(topic=topic)
+        answer = self._admin(
+            f"route of {topic!r}", "GetRoute", pb.GetRouteRequest(topic=topic), pb.TopicRoute
         )
         route = TopicRoute.from_proto(answer)
         with self._lock:
@@ -140,10 +117,11 @@ class Client:
 
     def create_topic(self, topic: str, queues: int = 8) -> TopicRoute:
         """Create ``topic`` with ``queues`` queues (or grow it to that many)."""
-        answer = self.call(
+        answer = self._admin(
             f"create topic {topic!r}",
-            self._route_stub.CreateTopic,
+            "CreateTopic",
             pb.CreateTopicRequest(topic=topic, queues=queues),
+            pb.TopicRoute,
         )
         route = TopicRoute.from_proto(answer)
         with self._lock:
@@ -151,23 +129,27 @@ class Client:
         return route
 
     def delete_topic(self, topic: str) -> None:
-        self.call(
+        self._admin(
             f"delete topic {topic!r}",
-            self._route_stub.DeleteTopic,
+            "DeleteTopic",
             pb.DeleteTopicRequest(topic=topic),
+            pb.DeleteTopicResponse,
         )
         with self._lock:
             self._routes.pop(topic, None)
 
     def topics(self) -> list[str]:
-        answer = self.call("list topics", self._route_stub.ListTopics, pb.ListTopicsRequest())
+        answer = self._admin(
+            "list topics", "ListTopics", pb.ListTopicsRequest(), pb.ListTopicsResponse
+        )
         return list(answer.topics)
 
     def describe_topic(self, topic: str) -> list[QueueInfo]:
-        answer = self.call(
+        answer = self._admin(
             f"describe topic {topic!r}",
-            self._route_stub.DescribeTopic,
+            "DescribeTopic",
             pb.DescribeTopicRequest(topic=topic),
+            pb.DescribeTopicResponse,
         )
         return [
             QueueInfo(q.queue_id, q.shard, q.endpoint, q.min_offset, q.max_offset)
@@ -175,7 +157,9 @@ class Client:
         ]
 
     def cluster_info(self) -> list[ShardProcessInfo]:
-        answer = self.call("cluster info", self._route_stub.ClusterInfo, pb.ClusterInfoRequest())
+        answer = self._admin(
+            "cluster info", "ClusterInfo", pb.ClusterInfoRequest(), pb.ClusterInfoResponse
+        )
         return [
             ShardProcessInfo(p.process, p.endpoint, tuple(p.shards), p.pid, p.serving, p.restarts)
             for p in answer.processes
@@ -190,6 +174,7 @@ class Client:
             queue_id,
             "QueueOffsets",
             pb.QueueOffsetsRequest(topic=topic, queue_id=queue_id),
+            pb.QueueOffsetsResponse,
         )
         return answer.min_offset, answer.max_offset
 
@@ -200,10 +185,13 @@ class Client:
             queue_id,
             "OffsetForTime",
             pb.OffsetForTimeRequest(topic=topic, queue_id=queue_id, timestamp=timestamp_ms),
+            pb.OffsetForTimeResponse,
         )
         return int(answer.offset)
 
-    def _on_queue(self, topic: str, queue_id: int, method: str, request: Any) -> Any:
+    def _on_queue(
+        self, topic: str, queue_id: int, method: str, request: Message, answer: type[M]
+    ) -> M:
         route = self.route(topic)
         if not 0 <= queue_id < len(route.queues):
             route = self.route(topic, refresh=True)
@@ -211,8 +199,7 @@ class Client:
             endpoint = route.queues[0].endpoint  # let the shard explain the bad queue id
         else:
             endpoint = route.queues[queue_id].endpoint
-        stub = self.shard_stub(endpoint)
-        return self.call(f"{method} {topic}/{queue_id}", getattr(stub, method), request)
+        return self.call(f"{method} {topic}/{queue_id}", endpoint, _shard(method), request, answer)
 
     def query_by_key(
         self, topic: str, key: str, *, begin: int = 0, end: int | None = None, max_count: int = 64
@@ -225,7 +212,10 @@ class Client:
         found: list[ReceivedMessage] = []
         endpoints = sorted({q.endpoint for q in self.route(topic).queues})
         for endpoint in endpoints:
-            answer = self.call(f"query key {key!r}", self.shard_stub(endpoint).QueryByKey, request)
+            answer = self.call(
+                f"query key {key!r}", endpoint, _shard("QueryByKey"), request,
+                pb.QueryByKeyResponse,
+            )  # fmt: skip
             found.extend(ReceivedMessage.from_proto(m) for m in answer.messages)
         found.sort(key=lambda m: (m.store_timestamp, m.commitlog_offset), reverse=True)
         return found[:max_count]
@@ -237,8 +227,9 @@ class Client:
         for process in self.cluster_info():
             try:
                 answer = self.call(
-                    f"msg id {msg_id}", self.shard_stub(process.endpoint).GetByMsgId, request
-                )
+                    f"msg id {msg_id}", process.endpoint, _shard("GetByMsgId"), request,
+                    pb.GetByMsgIdResponse,
+                )  # fmt: skip
             except BrokerNotFoundError as error:
                 last = error
                 continue
@@ -258,11 +249,8 @@ class Client:
 
     def close(self) -> None:
         with self._lock:
-            channels, self._channels = list(self._channels.values()), {}
-            self._raw_methods = {}
             self._closed = True
-        for channel in channels:
-            channel.close()
+        self.transport.close()
 
     def __enter__(self) -> Client:
         return self

@@ -7,17 +7,15 @@ know it only through this protocol, so ``client.py`` imports ``producer.py`` and
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-import grpc
+from google.protobuf.message import Message
 
-from rmq.client.channels import Credentials
+from rmq._rmqcore import Transport
+from rmq.client.credentials import Credentials
 from rmq.client.messages import TopicRoute
-from rmq.proto.v1 import broker_pb2 as pb
-from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
-T = TypeVar("T")
+M = TypeVar("M", bound=Message)
 
 
 class Connection(Protocol):
@@ -41,20 +39,26 @@ class Connection(Protocol):
         """What goes with every call (the token)."""
         ...
 
+    @property
+    def transport(self) -> Transport:
+        """The client's connections, for calls started without waiting (pulls)."""
+        ...
+
     def route(self, topic: str, *, refresh: bool = False) -> TopicRoute:
         """Where each queue of ``topic`` lives (cached; ``refresh`` asks again)."""
         ...
 
-    def call(self, what: str, function: Callable[..., T], request: Any, **kwargs: Any) -> T:
-        """``function(request)`` with the token and timeout, retried while retryable."""
+    def call(self, what: str, endpoint: str, method: str, request: Message, answer: type[M]) -> M:
+        """``method`` (a path, see ``rmq.client.transport.method_path``) on ``endpoint``
+        with the token and timeout, retried while retryable."""
         ...
 
-    def shard_stub(self, endpoint: str) -> pb_grpc.ShardStub: ...
+    def call_bytes(
+        self, what: str, endpoint: str, method: str, request: bytes, *, timeout: float | None = None
+    ) -> bytes:
+        """As ``call``, with the request's and the answer's bytes."""
+        ...
 
     def queue_offsets(self, topic: str, queue_id: int) -> tuple[int, int]:
         """(min offset, max offset) of one queue."""
-        ...
-
-    def encoded_pull(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable[pb.PullRequest, bytes]:
-        """``Shard.Pull`` answering with the response's bytes."""
         ...

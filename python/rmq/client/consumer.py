@@ -26,12 +26,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Literal
 
-import grpc
-
 from rmq import errors
-from rmq._rmqcore import ReceivedMessage, decode_pull_response
+from rmq._rmqcore import PendingCall, ReceivedMessage, decode_pull_response
 from rmq.client.connection import Connection
-from rmq.client.status import RETRYABLE, from_rpc_error
+from rmq.client.status import RETRYABLE, from_status
+from rmq.client.transport import method_path
 from rmq.errors import BrokerDataLossError, BrokerError, BrokerOutOfRangeError
 from rmq.proto.v1 import broker_pb2 as pb
 
@@ -40,6 +39,9 @@ log = logging.getLogger(__name__)
 # Longest wait the client asks of a shard in one Pull (the shard caps it too).
 _MAX_WAIT_MS = 10_000
 _RETRY_PAUSE = 0.2
+_PULL = method_path("Shard", "Pull")
+_FETCH_OFFSETS = method_path("Shard", "FetchOffsets")
+_COMMIT_OFFSETS = method_path("Shard", "CommitOffsets")
 
 
 class _Queue:
@@ -54,7 +56,7 @@ class _Queue:
         self.delivered = -1  # offset after the last message handed out
         self.committed = -1
         self.buffer: deque[ReceivedMessage] = deque()
-        self.call: grpc.Future[bytes] | None = None
+        self.call: PendingCall | None = None
         self.paused_until = 0.0
         self.reset_from = -1  # offset a pull found out of range, to be repositioned
 
@@ -126,8 +128,10 @@ class Consumer:
         for endpoint, queue_ids in by_endpoint.items():
             answer = self._client.call(
                 f"fetch offsets of {self.group}",
-                self._client.shard_stub(endpoint).FetchOffsets,
+                endpoint,
+                _FETCH_OFFSETS,
                 pb.FetchOffsetsRequest(group=self.group, topic=self.topic, queue_ids=queue_ids),
+                pb.FetchOffsetsResponse,
             )
             committed.update({entry.queue_id: entry.offset for entry in answer.offsets})
         for queue_id, state in self._queues.items():
@@ -213,7 +217,7 @@ class Consumer:
                 if state.reset_from >= 0:
                     continue
             try:
-                pull = self._client.encoded_pull(self._endpoint(state.queue_id))
+                endpoint = self._endpoint(state.queue_id)
             except BrokerError as error:
                 self._pause(state, error)
                 continue
@@ -227,21 +231,26 @@ class Consumer:
                 tags=self._tags,
                 wait_ms=wait,
             )
-            call = pull.future(
-                request, timeout=wait / 1000 + self._client.timeout, metadata=self._client.metadata
-            )
-            state.call = call
-            call.add_done_callback(functools.partial(self._pulled, state, state.fetch))
+            try:
+                state.call = self._client.transport.start(
+                    endpoint,
+                    _PULL,
+                    request.SerializeToString(),
+                    functools.partial(self._pulled, state, state.fetch),
+                    timeout=wait / 1000 + self._client.timeout,
+                )
+            except BrokerError as error:  # the client is closed
+                self._errors.append(error)
 
-    def _pulled(self, state: _Queue, offset: int, call: grpc.Future[bytes]) -> None:
+    def _pulled(self, state: _Queue, offset: int, call: PendingCall) -> None:
+        """A pull ended (on the transport's completion thread)."""
         with self._cond:
             if state.call is not call:
                 return  # cancelled by seek or close
             state.call = None
-            try:
-                response = call.result()
-            except grpc.RpcError as error:
-                failure = from_rpc_error(error, f"pull {self.topic}/{state.queue_id}")
+            if call.error is not None:
+                code, message = call.error
+                failure = from_status(code, message, f"pull {self.topic}/{state.queue_id}")
                 if isinstance(failure, BrokerOutOfRangeError):
                     state.reset_from = offset
                 elif isinstance(failure, BrokerDataLossError) and state.fetch == offset:
@@ -252,13 +261,8 @@ class Consumer:
                     self._errors.append(failure)
                 self._cond.notify_all()
                 return
-            except Exception as error:  # cancelled
-                if not self._closed:
-                    self._errors.append(error)
-                self._cond.notify_all()
-                return
             if state.fetch == offset:
-                messages, state.fetch, _, _ = decode_pull_response(response)
+                messages, state.fetch, _, _ = decode_pull_response(call.result())
                 state.buffer.extend(messages)
             self._cond.notify_all()
 
@@ -317,8 +321,10 @@ class Consumer:
         for endpoint, offsets in by_endpoint.items():
             self._client.call(
                 f"commit offsets of {self.group}",
-                self._client.shard_stub(endpoint).CommitOffsets,
+                endpoint,
+                _COMMIT_OFFSETS,
                 pb.CommitOffsetsRequest(group=self.group, topic=self.topic, offsets=offsets),
+                pb.CommitOffsetsResponse,
             )
         with self._cond:
             for queue_id, offset in pending.items():

@@ -79,7 +79,7 @@ class Producer(ProducerCore):
         self._start(
             timeout=client.timeout,
             metadata=list(client.metadata),
-            tls=credentials.tls or credentials.tls_root_cert is not None,
+            tls=credentials.uses_tls,
             root_cert=credentials.tls_root_cert,
             server_name=credentials.server_name,
         )

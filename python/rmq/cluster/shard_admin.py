@@ -15,13 +15,33 @@ from typing import Any
 import grpc
 
 from rmq import errors
-from rmq.client.channels import Credentials, open_channel
+from rmq.client.credentials import Credentials
 from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 log = logging.getLogger("rmq.supervisor")
 
 ADMIN_TIMEOUT = 30.0
+# Reconnect quickly: a restarted shard is back on the same port within a second or two.
+CHANNEL_OPTIONS: list[tuple[str, int | str]] = [
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.enable_retries", 0),
+]
+
+
+def open_channel(endpoint: str, credentials: Credentials) -> grpc.Channel:
+    """A grpcio channel to a shard process with the supervisor's credentials."""
+    options = list(CHANNEL_OPTIONS)
+    if credentials.uses_tls:
+        if credentials.server_name:
+            options.append(("grpc.ssl_target_name_override", credentials.server_name))
+        secure = grpc.ssl_channel_credentials(root_certificates=credentials.tls_root_cert)
+        return grpc.secure_channel(endpoint, secure, options=options)
+    return grpc.insecure_channel(endpoint, options=options)
 
 
 def host_topic_request(topic: str, layout: Sequence[int]) -> pb.HostTopicRequest:

@@ -25,7 +25,7 @@ from typing import IO
 
 from rmq import errors
 from rmq.broker.route_handler import ProcessInfo
-from rmq.client.channels import Credentials
+from rmq.client.credentials import Credentials
 from rmq.cluster.config import ServeConfig
 from rmq.cluster.files import write_json_atomically
 from rmq.cluster.front_doors import FrontDoors, StartError

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 
 from rmq._rmqcore import decode_pull_response
 from rmq.client import Client
+from rmq.client.transport import method_path
 from rmq.errors import BrokerNotFoundError, BrokerUnavailableError, RmqError
 from rmq.proto.v1 import broker_pb2 as pb
 from rmq.spark.queue_read import Pull, RangeRead, first_readable, read_range
@@ -20,6 +21,7 @@ __all__ = ["BrokerQueues", "read_broker_range"]
 _CONNECT_TIMEOUT = 5.0
 _RETRY_TIMEOUT = 30.0
 _MAX_PULL_BYTES = 8 * 1024 * 1024
+_PULL = method_path("Shard", "Pull")
 
 _clients: dict[tuple[str, str | None], Client] = {}
 _clients_lock = threading.Lock()
@@ -109,11 +111,11 @@ def broker_pull(client: Client, topic: str, queue_id: int, tags: Sequence[str]) 
         what = f"pull {topic}/{queue_id} at {offset}"
         shard = client.route(topic).queues[queue_id].endpoint
         try:
-            raw = client.call(what, client.encoded_pull(shard), request)
+            raw = client.call_bytes(what, shard, _PULL, request.SerializeToString())
         except BrokerUnavailableError:
             # The shard may have moved: once more with a fresh route.
             shard = client.route(topic, refresh=True).queues[queue_id].endpoint
-            raw = client.call(what, client.encoded_pull(shard), request)
+            raw = client.call_bytes(what, shard, _PULL, request.SerializeToString())
         messages, next_offset, _, _ = decode_pull_response(raw)
         return messages, next_offset
 

@@ -25,6 +25,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// out without waiting for a window update.
 const STREAM_WINDOW: u32 = 4 << 20;
 const CONNECTION_WINDOW: u32 = 16 << 20;
+/// The largest request or answer, as the broker's servers allow (a pull of many messages).
+const MAX_MESSAGE: usize = 64 << 20;
 
 /// Passes bytes through: requests are encoded and answers decoded by the caller.
 #[derive(Clone, Copy, Default)]
@@ -147,7 +149,8 @@ impl ShardChannels {
         Ok(channel)
     }
 
-    /// Call `path` (such as `/rmq.v1.Shard/SendBatches`) on `endpoint` with `body`.
+    /// Call `path` (such as `/rmq.v1.Shard/SendBatches`) on `endpoint` with `body`,
+    /// within the channels' timeout.
     ///
     /// Fails as grpcio would: DEADLINE_EXCEEDED when the timeout passes, UNAVAILABLE when
     /// the connection cannot be made or breaks (a restarting shard), so the producer
@@ -158,37 +161,66 @@ impl ShardChannels {
         path: &'static str,
         body: Bytes,
     ) -> Result<Bytes, CallError> {
-        match tokio::time::timeout(self.timeout, self.call(endpoint, path, body)).await {
+        self.unary_within(
+            endpoint,
+            PathAndQuery::from_static(path),
+            body,
+            self.timeout,
+        )
+        .await
+    }
+
+    /// As `unary`, for any method and with its own timeout (a long-polling pull waits
+    /// longer than an admin call).
+    pub async fn unary_within(
+        &self,
+        endpoint: &str,
+        path: PathAndQuery,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<Bytes, CallError> {
+        match tokio::time::timeout(timeout, self.call(endpoint, path, body, timeout)).await {
             Ok(answer) => answer,
             Err(_) => Err(CallError {
                 code: Code::DeadlineExceeded as i32,
-                message: format!("no answer from {endpoint} within {:?}", self.timeout),
+                message: format!("no answer from {endpoint} within {timeout:?}"),
             }),
         }
+    }
+
+    /// The timeout of a call that names none.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     async fn call(
         &self,
         endpoint: &str,
-        path: &'static str,
+        path: PathAndQuery,
         body: Bytes,
+        timeout: Duration,
     ) -> Result<Bytes, CallError> {
         let unreachable = |error: &dyn std::fmt::Display| CallError {
             code: Code::Unavailable as i32,
             message: format!("connection to {endpoint} failed: {error}"),
         };
-        let mut client = tonic::client::Grpc::new(self.channel(endpoint)?);
+        let mut client = tonic::client::Grpc::new(self.channel(endpoint)?)
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE);
         client.ready().await.map_err(|error| unreachable(&error))?;
         let mut request = Request::new(body);
-        request.set_timeout(self.timeout);
+        request.set_timeout(timeout);
         for (key, value) in &self.metadata {
             request.metadata_mut().insert(key.clone(), value.clone());
         }
-        match client
-            .unary(request, PathAndQuery::from_static(path), RawBytes)
-            .await
-        {
+        match client.unary(request, path, RawBytes).await {
             Ok(answer) => Ok(answer.into_inner()),
+            // The call's own deadline (its grpc-timeout, which the channel enforces too)
+            // passed before an answer: as grpcio says it.
+            Err(status) if timed_out(&status) => Err(CallError {
+                code: Code::DeadlineExceeded as i32,
+                message: format!("no answer from {endpoint} within {timeout:?}"),
+            }),
             // A status the server sent has no source; one with a source is the
             // transport's own (refused, reset, closed).
             Err(status) if std::error::Error::source(&status).is_some() => {
@@ -197,4 +229,16 @@ impl ShardChannels {
             Err(status) => Err(status.into()),
         }
     }
+}
+
+/// Whether `status` is the channel's "timeout expired" rather than an answer.
+fn timed_out(status: &Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.is::<tonic::TimeoutExpired>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }

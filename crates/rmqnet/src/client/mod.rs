@@ -4,9 +4,12 @@
 //! sender that moves batches to the shards (`sender`), and how each batch ended
 //! (`outcome`). Nothing here calls out to its owner: batches that need a route wait until
 //! one is pushed in (`Core::set_route`), and ended batches come back as `Finished` values.
+//! The rest of a client's calls (routes, admin, lookups, offsets, the consumer's pulls)
+//! go over the same kind of connections as plain unary calls (`calls`).
 
 pub mod batch;
 pub mod books;
+pub mod calls;
 pub mod channels;
 #[cfg(test)]
 mod core_tests;
@@ -20,7 +23,8 @@ pub mod tls;
 
 pub use batch::{Batch, Finished, QueueKey};
 pub use books::{Core, Limits, Pushed, RetryPolicy, State};
-pub use channels::ShardChannels;
+pub use calls::{CallHandle, UnaryCalls};
+pub use channels::{CallError, ShardChannels};
 pub use outcome::{SendOutcome, RETRYABLE};
 pub use sender::Sender;
 pub use tls::Tls;
