@@ -24,6 +24,7 @@ from rmq.client.messages import QueueRoute
 from rmq.cluster.local import LocalBroker
 from rmq.errors import CorruptRecordError, TierError, TierObjectChangedError
 from rmq.proto.v1 import broker_pb2 as pb
+from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from tests.support.s3_server import S3Server
 
@@ -157,12 +158,12 @@ def test_an_object_deleted_or_replaced_behind_the_stores_back_fails_until_restor
 
 def pull_status(client: Client, queue: QueueRoute, offset: int) -> tuple[grpc.StatusCode, str]:
     """The status of one raw Shard.Pull (no client retries) of ``queue`` at ``offset``."""
-    stub = client.shard_stub(queue.endpoint)
     request = pb.PullRequest(topic="Tiered", queue_id=queue.queue_id, offset=offset)
-    try:
-        answer = stub.Pull(request, timeout=30, metadata=client.metadata)
-    except grpc.RpcError as error:
-        return error.code(), error.details() or ""
+    with grpc.insecure_channel(queue.endpoint) as channel:
+        try:
+            answer = pb_grpc.ShardStub(channel).Pull(request, timeout=30, metadata=client.metadata)
+        except grpc.RpcError as error:
+            return error.code(), error.details() or ""
     assert answer.messages, "an OK pull of evicted messages must bring them"
     return grpc.StatusCode.OK, ""
 
