@@ -63,13 +63,13 @@ class RmqStreamBroker:
     def ensure(self) -> None:
         if self.broker is not None:
             return
-        from bench.grpc import RmqBroker, _client_class
+        from bench.grpc_systems import RmqBroker, client_class
 
         broker = RmqBroker()
         broker.setup()
         self.broker = broker
         self.topic = _topic()
-        client = _client_class()(broker.endpoint)
+        client = client_class()(broker.endpoint)
         try:
             client.create_topic(self.topic, queues=QUEUES)
             with client.producer() as producer:

@@ -37,10 +37,15 @@ fn framed(message: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
-fn headers() -> http::response::Builder {
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/grpc")
+/// A 200 response with gRPC's content type: built from static parts, as every answer
+/// starts this way (no header text parsed per request).
+fn grpc_response(body: Body) -> Response<Body> {
+    let mut response = Response::new(body);
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    response
 }
 
 /// A successful unary answer carrying `message`.
@@ -51,7 +56,7 @@ pub fn ok(message: &[u8]) -> Response<Body> {
         .with_trailers(async move { Some(Ok(trailers)) })
         .map_err(|never| match never {})
         .boxed_unsync();
-    headers().body(body).expect("a static response")
+    grpc_response(body)
 }
 
 /// A successful server-streaming answer carrying `messages` in order.
@@ -68,7 +73,7 @@ pub fn ok_stream(messages: impl IntoIterator<Item = Bytes>) -> Response<Body> {
         .with_trailers(async move { Some(Ok(trailers)) })
         .map_err(|never| match never {})
         .boxed_unsync();
-    headers().body(body).expect("a static response")
+    grpc_response(body)
 }
 
 /// A failed call: a trailers-only response with the status `code` and `message`.
@@ -76,7 +81,7 @@ pub fn status(code: i32, message: &str) -> Response<Body> {
     let body = Full::new(Bytes::new())
         .map_err(|never| match never {})
         .boxed_unsync();
-    let mut response = headers().body(body).expect("a static response");
+    let mut response = grpc_response(body);
     let fields = response.headers_mut();
     fields.insert("grpc-status", HeaderValue::from(code));
     if let Ok(text) = HeaderValue::from_str(&percent_encoded(message)) {

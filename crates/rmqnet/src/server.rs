@@ -77,8 +77,13 @@ struct Context {
 
 impl ShardServer {
     pub fn start(settings: Settings, shard: Shard) -> std::io::Result<ShardServer> {
+        // One worker: a shard process per core already spreads the load, and a second
+        // worker mostly woke up to steal a connection's task, then wrote its answers one
+        // at a time (a futex wake, a context switch and a socket write per request).
+        // Blocking work (puts that wait for a flush, pulls, claims) goes to blocking
+        // threads, so the worker keeps serving.
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(1)
             .thread_name("rmq-data-plane")
             .enable_all()
             .build()?;

@@ -10,55 +10,73 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-type Key = (String, i32);
-
 #[derive(Default)]
 struct Entry {
     version: u64,
     notify: Arc<Notify>,
 }
 
+/// The queues' entries by topic, then queue (looked up by `&str`: a send allocates
+/// nothing), and how many threads wait blocking.
+#[derive(Default)]
+struct State {
+    topics: HashMap<String, HashMap<i32, Entry>>,
+    blocked: usize,
+}
+
+impl State {
+    fn version(&self, topic: &str, queue_id: i32) -> u64 {
+        self.topics
+            .get(topic)
+            .and_then(|queues| queues.get(&queue_id))
+            .map_or(0, |entry| entry.version)
+    }
+
+    fn entry(&mut self, topic: &str, queue_id: i32) -> &mut Entry {
+        if !self.topics.contains_key(topic) {
+            self.topics.insert(topic.to_owned(), HashMap::new());
+        }
+        let queues = self.topics.get_mut(topic).expect("inserted above");
+        queues.entry(queue_id).or_default()
+    }
+}
+
 #[derive(Default)]
 pub struct QueueSignals {
-    entries: Mutex<HashMap<Key, Entry>>,
+    state: Mutex<State>,
     changed: Condvar,
 }
 
 impl QueueSignals {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Entry>> {
-        self.entries
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn version(&self, topic: &str, queue_id: i32) -> u64 {
-        self.lock()
-            .get(&(topic.to_owned(), queue_id))
-            .map_or(0, |entry| entry.version)
+        self.lock().version(topic, queue_id)
     }
 
     pub fn notify(&self, topic: &str, queue_id: i32) {
-        let mut entries = self.lock();
-        let entry = entries.entry((topic.to_owned(), queue_id)).or_default();
+        let mut state = self.lock();
+        let entry = state.entry(topic, queue_id);
         entry.version += 1;
         entry.notify.notify_waiters();
-        drop(entries);
-        self.changed.notify_all();
+        // The condition variable's wake is a system call even with no one waiting, and
+        // this runs for every send: only when a thread does wait.
+        let blocked = state.blocked > 0;
+        drop(state);
+        if blocked {
+            self.changed.notify_all();
+        }
     }
 
     /// Wait (async) until the queue's version is no longer `version`, or `timeout`;
     /// whether it changed.
     pub async fn wait(&self, topic: &str, queue_id: i32, version: u64, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
-        let notify = {
-            let mut entries = self.lock();
-            Arc::clone(
-                &entries
-                    .entry((topic.to_owned(), queue_id))
-                    .or_default()
-                    .notify,
-            )
-        };
+        let notify = Arc::clone(&self.lock().entry(topic, queue_id).notify);
         loop {
             let notified = notify.notified();
             tokio::pin!(notified);
@@ -81,22 +99,24 @@ impl QueueSignals {
         timeout: Duration,
     ) -> bool {
         let deadline = Instant::now() + timeout;
-        let key = (topic.to_owned(), queue_id);
-        let mut entries = self.lock();
+        let mut state = self.lock();
         loop {
-            let current = entries.get(&key).map_or(0, |entry| entry.version);
-            if current != version {
+            if state.version(topic, queue_id) != version {
                 return true;
             }
             let now = Instant::now();
             if now >= deadline {
                 return false;
             }
-            entries = self
+            // Counted under the lock a notifier takes, so no wake falls between the
+            // version check and the wait.
+            state.blocked += 1;
+            state = self
                 .changed
-                .wait_timeout(entries, deadline - now)
+                .wait_timeout(state, deadline - now)
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .0;
+            state.blocked -= 1;
         }
     }
 }
