@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from rmq._rmqcore import DecodedBatch, SegmentDecoder, TierReader
+from rmq._rmqcore import DecodedBatch, PulledColumns, SegmentDecoder, TierReader
 from rmq.errors import CorruptRecordError
 
 __all__ = [
@@ -82,9 +82,10 @@ _FLAT_TYPES = {
 
 
 def to_record_batch(
-    decoded: DecodedBatch, shard: str, schema: pa.Schema = ARROW_SCHEMA
+    decoded: DecodedBatch | PulledColumns, shard: str, schema: pa.Schema = ARROW_SCHEMA
 ) -> pa.RecordBatch:
-    """Wrap a decoded batch's buffers as a record batch of ``schema``: by default
+    """Wrap a decoded batch's buffers (from ``SegmentDecoder.decode`` or
+    ``decode_pull_columns``) as a record batch of ``schema``: by default
     ``ARROW_SCHEMA``, or some of its columns, in any order, whose types may differ from
     ``ARROW_SCHEMA``'s in nullability only."""
     columns = decoded.columns
