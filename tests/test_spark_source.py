@@ -320,3 +320,35 @@ def test_a_corrupt_record_is_reported_and_the_rows_before_it_returned(
     )
     shard_rows = sorted(row["commitlog_offset"] for row in expected if row["shard"] == "shard-0")
     assert offsets == [offset for offset in shard_rows if not bad <= offset < SEGMENT_SIZE]
+
+
+def test_a_schema_without_body_crc_ok_returns_the_same_rows_from_a_damaged_body(
+    spark: SparkSession, data_dir: Path, expected: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    # Without body_crc_ok in the schema no CRC is checked (it would only fill that
+    # column): the rows must still be those of the full read, a damaged body included.
+    copy = tmp_path / "flipped"
+    shutil.copytree(data_dir / "shard-0", copy / "shard-0")
+    victim = next(
+        row
+        for row in expected
+        if row["shard"] == "shard-0" and row["body_size"] == 1000
+        and row["commitlog_offset"] < SEGMENT_SIZE
+    )  # fmt: skip
+    segment = copy / "shard-0" / "commitlog" / f"{0:020d}"
+    data = bytearray(segment.read_bytes())
+    at = data.find(victim["body"], victim["commitlog_offset"]) + 500
+    data[at] ^= 0xFF
+    segment.write_bytes(bytes(data))
+
+    full = spark.read.format("rmq").load(str(copy))
+    checked = {row.commitlog_offset: row.body_crc_ok for row in full.collect()}
+    assert [offset for offset, ok in checked.items() if not ok] == [victim["commitlog_offset"]]
+    narrow = "commitlog_offset bigint, topic string, body binary"
+    wanted = sorted(
+        tuple(row) for row in full.select("commitlog_offset", "topic", "body").collect()
+    )
+    got = sorted(
+        tuple(row) for row in spark.read.format("rmq").schema(narrow).load(str(copy)).collect()
+    )
+    assert got == wanted and len(got) == len(checked)

@@ -26,6 +26,7 @@ __all__ = [
     "PendingCall",
     "ProducerCore",
     "PullResult",
+    "PulledColumns",
     "PutResult",
     "ReceivedMessage",
     "RecoveryReport",
@@ -42,6 +43,7 @@ __all__ = [
     "__version__",
     "body_crc",
     "broker_error",
+    "decode_pull_columns",
     "decode_pull_response",
     "decode_receipt",
     "java_string_hash",
@@ -891,6 +893,26 @@ class DecodedBatch:
         Children of nested columns are named ``keys.element``, ``properties.key`` and
         ``properties.value``; timestamps are milliseconds since the epoch; ``body_crc_ok``
         is ``[validity, values]`` (not valid where CRCs were not verified)."""
+
+@final
+class PulledColumns:
+    """The rows ``decode_pull_columns`` kept from one Pull response, as Arrow column
+    buffers laid out as ``DecodedBatch.columns`` (``body_crc_ok`` all null)."""
+
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def next_offset(self) -> int:
+        """The response's ``next_offset``: where the next pull starts."""
+    @property
+    def columns(self) -> dict[str, tuple[int, list[ColumnBuffer | None]]]: ...
+    def __len__(self) -> int: ...
+
+def decode_pull_columns(
+    raw: bytes, *, end_offset: int = ..., keys: Sequence[str] = ...
+) -> PulledColumns:
+    """The messages of an encoded ``rmq.v1.PullResponse`` below ``end_offset`` that carry
+    one of ``keys`` (any, if empty), as column buffers; no Python object per message."""
 
 @final
 class ShardServer:

@@ -132,7 +132,7 @@ fn var_column(
     ))
 }
 
-fn columns_dict(py: Python<'_>, batch: ColumnBatch) -> PyResult<Py<PyDict>> {
+pub(crate) fn columns_dict(py: Python<'_>, batch: ColumnBatch) -> PyResult<Py<PyDict>> {
     let rows = batch.rows();
     let dict = PyDict::new(py);
     let fixed = |values: Values| -> PyResult<(usize, Vec<Option<Py<PyColumnBuffer>>>)> {

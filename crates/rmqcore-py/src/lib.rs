@@ -11,6 +11,7 @@ mod lease_book;
 mod message;
 mod message_fields;
 mod producer_core;
+mod pull_columns;
 mod put_result;
 mod read_records;
 mod received_message;
@@ -66,6 +67,8 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<decoder::PySegmentDecoder>()?;
     module.add_class::<decoder::PyDecodedBatch>()?;
     module.add_class::<decoder::PyColumnBuffer>()?;
+    module.add_class::<pull_columns::PyPulledColumns>()?;
+    module.add_function(wrap_pyfunction!(pull_columns::decode_pull_columns, module)?)?;
     module.add_function(wrap_pyfunction!(functions::java_string_hash, module)?)?;
     module.add_function(wrap_pyfunction!(functions::body_crc, module)?)?;
     module.add_function(wrap_pyfunction!(functions::validate_topic, module)?)?;

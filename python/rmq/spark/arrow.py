@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from rmq._rmqcore import DecodedBatch, SegmentDecoder, TierReader
+from rmq._rmqcore import DecodedBatch, PulledColumns, SegmentDecoder, TierReader
 from rmq.errors import CorruptRecordError
 
 __all__ = [
@@ -82,9 +82,10 @@ _FLAT_TYPES = {
 
 
 def to_record_batch(
-    decoded: DecodedBatch, shard: str, schema: pa.Schema = ARROW_SCHEMA
+    decoded: DecodedBatch | PulledColumns, shard: str, schema: pa.Schema = ARROW_SCHEMA
 ) -> pa.RecordBatch:
-    """Wrap a decoded batch's buffers as a record batch of ``schema``: by default
+    """Wrap a decoded batch's buffers (from ``SegmentDecoder.decode`` or
+    ``decode_pull_columns``) as a record batch of ``schema``: by default
     ``ARROW_SCHEMA``, or some of its columns, in any order, whose types may differ from
     ``ARROW_SCHEMA``'s in nullability only."""
     columns = decoded.columns
@@ -198,11 +199,15 @@ def read_part(
     warning on logger ``rmq.spark`` and ends the part. A torn last record of the shard's
     last segment (only zeros after it) ends the part with a warning in both modes.
     Store times are inclusive bounds in milliseconds. ``schema`` selects columns (see
-    ``to_record_batch``); the decoder then skips filling the others. A segment object
+    ``to_record_batch``); the decoder then skips filling the others, and checks no CRC
+    unless ``body_crc_ok`` is one of them. A segment object
     that differs from what was uploaded (its CRC32) is an invalid record at its start:
     none of its rows are returned.
     """
     wanted = [name for name in schema.names if name != "shard"]
+    # Checking CRCs only fills body_crc_ok (a mismatch is not an error): a schema
+    # without that column need not pay for it (a fifth of the decoder's time).
+    verify_crc = verify_crc and "body_crc_ok" in wanted
     try:
         decoder = part.decoder()
     except CorruptRecordError as changed:

@@ -4,9 +4,9 @@ their messages for the executors (``Shard.Pull`` with the tag filter, no waiting
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
-from rmq._rmqcore import decode_pull_response
+from rmq._rmqcore import PulledColumns, decode_pull_columns, decode_pull_response
 from rmq.client import Client
 from rmq.client.transport import method_path
 from rmq.errors import BrokerNotFoundError, BrokerUnavailableError, RmqError
@@ -92,18 +92,22 @@ class BrokerQueues:
 
 def read_broker_range(
     endpoint: str, token: str | None, tags: Sequence[str], read: RangeRead
-) -> Iterator[list[QueueMessage]]:
-    """The range's messages, pulled from the shard that serves the queue."""
+) -> Iterator[PulledColumns]:
+    """The range's messages, pulled from the shard that serves the queue, as columns:
+    the native decoder turns each Pull response into Arrow buffers, with no Python
+    object per message."""
     client = _client(endpoint, token)
     topic, queue_id = read.topic, read.queue_id
-    pull = broker_pull(client, topic, queue_id, tags)
+    pull = _columns_pull(client, topic, queue_id, tags, read.end, read.keys)
     return read_range(read, pull, lambda: client.queue_offsets(topic, queue_id))
 
 
-def broker_pull(client: Client, topic: str, queue_id: int, tags: Sequence[str]) -> Pull:
-    """``Pull`` over ``Shard.Pull`` (no waiting: the offsets asked for exist)."""
+def _raw_pull(
+    client: Client, topic: str, queue_id: int, tags: Sequence[str]
+) -> Callable[[int, int], bytes]:
+    """The encoded ``Shard.Pull`` response (no waiting: the offsets asked for exist)."""
 
-    def pull(offset: int, max_count: int) -> tuple[Sequence[QueueMessage], int]:
+    def pull(offset: int, max_count: int) -> bytes:
         request = pb.PullRequest(
             topic=topic, queue_id=queue_id, offset=offset, max_messages=max_count,
             max_bytes=_MAX_PULL_BYTES, tags=list(tags), wait_ms=0,
@@ -116,7 +120,38 @@ def broker_pull(client: Client, topic: str, queue_id: int, tags: Sequence[str]) 
             # The shard may have moved: once more with a fresh route.
             shard = client.route(topic, refresh=True).queues[queue_id].endpoint
             raw = client.call_bytes(what, shard, _PULL, request.SerializeToString())
-        messages, next_offset, _, _ = decode_pull_response(raw)
+        return raw
+
+    return pull
+
+
+def broker_pull(
+    client: Client, topic: str, queue_id: int, tags: Sequence[str]
+) -> Pull[Sequence[QueueMessage]]:
+    """``Pull`` over ``Shard.Pull``, as message objects (the driver's few probes)."""
+    raw_pull = _raw_pull(client, topic, queue_id, tags)
+
+    def pull(offset: int, max_count: int) -> tuple[Sequence[QueueMessage], int]:
+        messages, next_offset, _, _ = decode_pull_response(raw_pull(offset, max_count))
         return messages, next_offset
+
+    return pull
+
+
+def _columns_pull(
+    client: Client,
+    topic: str,
+    queue_id: int,
+    tags: Sequence[str],
+    end: int,
+    keys: Sequence[str],
+) -> Pull[PulledColumns]:
+    """``Pull`` over ``Shard.Pull``, as columns, rows from ``end`` on and without one of
+    ``keys`` (if given) left out by the decoder."""
+    raw_pull = _raw_pull(client, topic, queue_id, tags)
+
+    def pull(offset: int, max_count: int) -> tuple[PulledColumns, int]:
+        pulled = decode_pull_columns(raw_pull(offset, max_count), end_offset=end, keys=list(keys))
+        return pulled, pulled.next_offset
 
     return pull

@@ -13,17 +13,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from rmq._rmqcore import PulledColumns
 from rmq.errors import OffsetOutOfRangeError
 from rmq.spark.rows import QueueMessage
 
-__all__ = ["RangeRead", "data_loss_error", "first_readable", "read_range"]
+__all__ = [
+    "Pull",
+    "RangeRead",
+    "Rows",
+    "data_loss_error",
+    "first_readable",
+    "keep_messages",
+    "read_range",
+]
 
 log = logging.getLogger("rmq.spark")
 
+#: A pull's rows: messages (from a store) or their columns (``PulledColumns``, from a
+#: broker); either way ``len()`` counts them.
+Rows = TypeVar("Rows", Sequence[QueueMessage], PulledColumns)
+
 #: ``pull(offset, max_count)``: up to ``max_count`` messages from ``offset`` (tag filter
-#: applied) and the offset the next pull starts at.
-Pull = Callable[[int, int], tuple[Sequence[QueueMessage], int]]
+#: applied) and the offset the next pull starts at. The rows are those below the pull's
+#: end offset that carry one of its keys, if it was given any (see ``RangeRead``).
+Pull = Callable[[int, int], tuple[Rows, int]]  # generic in Rows
 
 
 @dataclass(frozen=True)
@@ -51,7 +66,7 @@ def data_loss_error(topic: str, queue_id: int, wanted: int, first: int) -> Offse
     )
 
 
-def first_readable(pull: Pull, low: int, high: int) -> int:
+def first_readable(pull: Pull[Any], low: int, high: int) -> int:
     """The first offset in ``[low, high)`` whose message can be read (``high`` if none).
 
     A queue's reported first offset can lag behind retention (the engine moves it when a
@@ -79,16 +94,27 @@ def first_readable(pull: Pull, low: int, high: int) -> int:
     return high
 
 
+def keep_messages(
+    messages: Sequence[QueueMessage], end: int, keys: Sequence[str]
+) -> list[QueueMessage]:
+    """The messages below ``end`` that carry one of ``keys`` (any, if none is given)."""
+    kept = [m for m in messages if m.queue_offset < end]
+    if keys:
+        wanted = set(keys)
+        kept = [m for m in kept if not wanted.isdisjoint(m.keys)]
+    return kept
+
+
 def read_range(
-    read: RangeRead, pull: Pull, bounds: Callable[[], tuple[int, int]]
-) -> Iterator[list[QueueMessage]]:
-    """Lists of the range's messages in queue order (keys filter applied), each at most
-    ``batch_rows`` long. ``bounds()`` asks for the queue's (first, next) offsets now."""
-    wanted = set(read.keys)
+    read: RangeRead, pull: Pull[Rows], bounds: Callable[[], tuple[int, int]]
+) -> Iterator[Rows]:
+    """The range's rows in queue order, pull by pull, each at most ``batch_rows`` long.
+    ``pull`` applies the range's end and keys; ``bounds()`` asks for the queue's (first,
+    next) offsets now."""
     offset = read.start
     while offset < read.end:
         try:
-            messages, next_offset = pull(offset, min(read.batch_rows, read.end - offset))
+            rows, next_offset = pull(offset, min(read.batch_rows, read.end - offset))
         except OffsetOutOfRangeError:
             first = first_readable(pull, *bounds())
             if offset >= first:
@@ -99,11 +125,8 @@ def read_range(
                 log.warning("%s", data_loss_error(read.topic, read.queue_id, offset, first))
             offset = first
             continue
-        kept = [m for m in messages if m.queue_offset < read.end]
-        if wanted:
-            kept = [m for m in kept if not wanted.isdisjoint(m.keys)]
-        if kept:
-            yield kept
+        if len(rows):
+            yield rows
         if next_offset <= offset:
             raise OffsetOutOfRangeError(
                 f"queue {read.queue_id} of topic {read.topic!r} gave nothing at offset "

@@ -11,6 +11,7 @@ directory holds each queue, or one store directory holding every queue of the to
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from rmq import Store
 from rmq.cluster.routes import FILE_NAME, RouteTable
 from rmq.errors import InvalidArgumentError, NotFoundError
 from rmq.spark.layout import find_shards
-from rmq.spark.queue_read import Pull, RangeRead, first_readable, read_range
+from rmq.spark.queue_read import Pull, RangeRead, first_readable, keep_messages, read_range
 from rmq.spark.rows import QueueMessage
 
 __all__ = ["StoreQueues", "read_store_range"]
@@ -116,7 +117,7 @@ def _queue_bounds(store: Store, topic: str, queue: int) -> tuple[int, int]:
 
 def read_store_range(
     store_dir: str, tags: Sequence[str], read: RangeRead
-) -> Iterator[list[QueueMessage]]:
+) -> Iterator[Sequence[QueueMessage]]:
     """The range's messages, read from the store directory holding the queue."""
     topic, queue_id = read.topic, read.queue_id
     store = Store(store_dir, read_only=True)
@@ -126,14 +127,29 @@ def read_store_range(
             return _queue_bounds(fresh, topic, queue_id)
 
     try:
-        yield from read_range(read, store_pull(store, topic, queue_id, tags), bounds)
+        pull = store_pull(store, topic, queue_id, tags, end=read.end, keys=read.keys)
+        yield from read_range(read, pull, bounds)
     finally:
         store.close()
 
 
-def store_pull(store: Store, topic: str, queue_id: int, tags: Sequence[str]) -> Pull:
+def store_pull(
+    store: Store,
+    topic: str,
+    queue_id: int,
+    tags: Sequence[str],
+    *,
+    end: int | None = None,
+    keys: Sequence[str] = (),
+) -> Pull[Sequence[QueueMessage]]:
+    """``Pull`` over the store's queue; rows from ``end`` on, and without one of ``keys``
+    (if given), are left out."""
+
     def pull(offset: int, max_count: int) -> tuple[Sequence[QueueMessage], int]:
         result = store.pull(topic, queue_id, offset, max_count, tags=list(tags) or None)
-        return result.messages, result.next_offset
+        messages: Sequence[QueueMessage] = result.messages
+        if end is not None or keys:
+            messages = keep_messages(messages, sys.maxsize if end is None else end, keys)
+        return messages, result.next_offset
 
     return pull

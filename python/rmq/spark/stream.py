@@ -27,6 +27,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from rmq.errors import InvalidArgumentError
+from rmq.spark.arrow import to_record_batch
 from rmq.spark.broker_queues import BrokerQueues, read_broker_range
 from rmq.spark.offsets import (
     Offsets,
@@ -236,8 +237,9 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tags = self.options.tags
         for queue in part.queues:
             if part.from_broker:
-                lists = read_broker_range(queue.location, self.options.token, tags, queue.read)
+                pulled = read_broker_range(queue.location, self.options.token, tags, queue.read)
+                for columns in pulled:
+                    yield to_record_batch(columns, queue.shard, self.arrow_schema)
             else:
-                lists = read_store_range(queue.location, tags, queue.read)
-            for messages in lists:
-                yield messages_to_batch(messages, queue.shard, self.arrow_schema)
+                for messages in read_store_range(queue.location, tags, queue.read):
+                    yield messages_to_batch(messages, queue.shard, self.arrow_schema)

@@ -109,7 +109,7 @@ impl Default for ListColumn {
 }
 
 impl ListColumn {
-    pub(super) fn close_row(&mut self) {
+    pub fn close_row(&mut self) {
         let end = i32::try_from(self.values.len()).expect("batch limits keep a column under 2 GiB");
         self.offsets.push(end);
     }
@@ -134,7 +134,7 @@ impl Default for MapColumn {
 }
 
 impl MapColumn {
-    pub(super) fn close_row(&mut self) {
+    pub fn close_row(&mut self) {
         let end = i32::try_from(self.names.len()).expect("batch limits keep a column under 2 GiB");
         self.offsets.push(end);
     }
