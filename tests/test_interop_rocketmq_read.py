@@ -249,21 +249,10 @@ def test_the_broker_serves_the_long_topics_rocketmq_wrote(tmp_path: Path) -> Non
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    import rmq.spark
-    from pyspark.sql import SparkSession
+    from tests.support.spark_session import local_spark
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("rmq-interop-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    rmq.spark.register(session)
-    yield session
-    session.stop()
+    with local_spark("rmq-interop-tests") as session:
+        yield session
 
 
 @pytest.mark.parametrize("name", FIXTURES)

@@ -29,6 +29,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from rmq.spark.arrow import ARROW_SCHEMA
 
+from tests.support.spark_session import local_spark
+
 SEGMENT_SIZE = 64 * 1024
 TOPICS = ("orders", "payments", "audit")
 SHARDS = ("shard-0", "shard-1")
@@ -36,20 +38,8 @@ SHARDS = ("shard-0", "shard-1")
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("rmq-spark-source-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    rmq.spark.register(session)
-    yield session
-    session.stop()
+    with local_spark("rmq-spark-source-tests") as session:
+        yield session
 
 
 def write_shard(path: Path, store_host: str, seed: int) -> None:

@@ -46,6 +46,7 @@ from rmq.spark.offsets import QueueRange, cap_offsets, group_ranges, plan_ranges
 from rmq.spark.stream_options import parse_stream_options
 
 from tests.support.brokers import Brokers
+from tests.support.spark_session import local_spark
 
 ROOT = Path(__file__).resolve().parent.parent
 _names = itertools.count()
@@ -53,21 +54,8 @@ _names = itertools.count()
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("rmq-spark-streaming-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    rmq.spark.register(session)
-    yield session
-    session.stop()
+    with local_spark("rmq-spark-streaming-tests") as session:
+        yield session
 
 
 @pytest.fixture(scope="module")

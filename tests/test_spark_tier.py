@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from tests.support.s3_server import S3Server, free_port
+from tests.support.spark_session import local_spark
 
 SEGMENT = 64 * 1024
 TOPICS = ("orders", "payments", "audit")
@@ -46,25 +47,9 @@ def tier_env(s3_server: S3Server) -> Iterator[S3Server]:
 
 @pytest.fixture(scope="module")
 def spark(tier_env: S3Server) -> Iterator[SparkSession]:
-    # Spark's Python workers take their environment from the JVM, which an earlier
-    # module's session may have started before the variables above were set: hand them
-    # to the workers explicitly (they are the test server's keys, not real ones).
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("rmq-spark-tier-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    for name, value in tier_env.aws_env().items():
-        builder = builder.config(f"spark.executorEnv.{name}", value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    rmq.spark.register(session)
-    yield session
-    session.stop()
+    # The test server's keys, not real ones.
+    with local_spark("rmq-spark-tier-tests", tier_env.aws_env()) as session:
+        yield session
 
 
 def tiered_store(

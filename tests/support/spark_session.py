@@ -1,0 +1,36 @@
+"""The tests' Spark: a small local session (two cores, two shuffle partitions, no UI, UTC)
+with rmq's data source registered, for one test module at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+import rmq.spark
+from pyspark.sql import SparkSession
+
+
+@contextmanager
+def local_spark(app: str, executor_env: Mapping[str, str] | None = None) -> Iterator[SparkSession]:
+    """A ``local[2]`` session named ``app``, stopped on exit. ``executor_env``: variables
+    handed to the Python workers explicitly (they take their environment from the JVM,
+    which an earlier module's session may have started before the test set them)."""
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName(app)
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.host", "127.0.0.1")
+    )
+    for name, value in (executor_env or {}).items():
+        builder = builder.config(f"spark.executorEnv.{name}", value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    rmq.spark.register(session)
+    try:
+        yield session
+    finally:
+        session.stop()
