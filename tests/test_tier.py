@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import rmq
@@ -25,18 +24,8 @@ from rmq.errors import (
 
 from tests.support.s3_server import S3Server
 from tests.support.tier_crash import MESSAGES_PER_ROUND, ROUNDS, kill_tiered_writers
-
-SEGMENT = 64 * 1024
-
-
-def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
-    return rmq.Store(
-        str(path),
-        commitlog_segment_size=SEGMENT,
-        tier_url=f"s3://{bucket}/shard-0",
-        tier_endpoint=server.endpoint,
-        **options,
-    )
+from tests.support.tiered_store import SEGMENT
+from tests.support.tiered_store import open_tiered_store as open_store
 
 
 def fill(store: rmq.Store, count: int = 1500, start: int = 0) -> list[rmq.PutResult]:

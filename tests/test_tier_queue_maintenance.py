@@ -6,7 +6,6 @@ queues from the log, and opening the store while the server is down.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -16,25 +15,15 @@ import rmq
 from rmq.errors import TierError
 
 from tests.support.s3_server import S3Server
+from tests.support.tiered_store import open_tiered_store, tier_state
 
-SEGMENT = 64 * 1024
 ENTRIES_PER_FILE = 100
 
 
 def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
-    return rmq.Store(
-        str(path),
-        commitlog_segment_size=SEGMENT,
-        consume_queue_entries_per_file=ENTRIES_PER_FILE,
-        tier_url=f"s3://{bucket}/shard-0",
-        tier_endpoint=server.endpoint,
-        **options,
+    return open_tiered_store(
+        path, server, bucket, consume_queue_entries_per_file=ENTRIES_PER_FILE, **options
     )
-
-
-def tier_state(path: Path) -> dict[str, Any]:
-    state: dict[str, Any] = json.loads((path / "tier" / "state.json").read_text())
-    return state
 
 
 def evicted_entries_end(path: Path) -> int:

@@ -21,20 +21,15 @@ from rmq.errors import TierObjectChangedError
 from tests.support.cli import rmq_cli
 from tests.support.s3_server import S3Server
 from tests.support.tier_crash import kill_tiered_writers
+from tests.support.tiered_store import open_tiered_store, tier_state
 
-SEGMENT = 64 * 1024
 # Small queue files, so a few thousand messages make several sealed ones per queue.
 ENTRIES_PER_FILE = 100
 
 
 def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
-    return rmq.Store(
-        str(path),
-        commitlog_segment_size=SEGMENT,
-        consume_queue_entries_per_file=ENTRIES_PER_FILE,
-        tier_url=f"s3://{bucket}/shard-0",
-        tier_endpoint=server.endpoint,
-        **options,
+    return open_tiered_store(
+        path, server, bucket, consume_queue_entries_per_file=ENTRIES_PER_FILE, **options
     )
 
 
@@ -50,11 +45,6 @@ def read_all(store: rmq.Store, queue_id: int) -> list[tuple[int, bytes]]:
 
 def queue_files(path: Path, queue_id: int) -> list[str]:
     return sorted(p.name for p in (path / "consumequeue" / "Orders" / str(queue_id)).iterdir())
-
-
-def tier_state(path: Path) -> dict[str, Any]:
-    state: dict[str, Any] = json.loads((path / "tier" / "state.json").read_text())
-    return state
 
 
 def queue_objects(server: S3Server, bucket: str) -> list[str]:

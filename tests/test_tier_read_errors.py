@@ -27,21 +27,16 @@ from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from tests.support.s3_server import S3Server
+from tests.support.tiered_store import SEGMENT, open_tiered_store
 
-SEGMENT = 64 * 1024
 ENTRIES_PER_FILE = 100
 FIRST_SEGMENT = "shard-0/commitlog/" + f"{0:020d}"
 FIRST_QUEUE_FILE = "shard-0/consumequeue/Orders/0/" + f"{0:020d}"
 
 
 def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
-    return rmq.Store(
-        str(path),
-        commitlog_segment_size=SEGMENT,
-        consume_queue_entries_per_file=ENTRIES_PER_FILE,
-        tier_url=f"s3://{bucket}/shard-0",
-        tier_endpoint=server.endpoint,
-        **options,
+    return open_tiered_store(
+        path, server, bucket, consume_queue_entries_per_file=ENTRIES_PER_FILE, **options
     )
 
 
