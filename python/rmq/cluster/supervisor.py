@@ -334,6 +334,7 @@ class Supervisor:
                 log.info("shard process %d %s", slot.process.index, slot.process.describe_exit())
             slot.state = State.STOPPED
             self._admin.disconnect(slot.process.index)
+        self._admin.close()
         (self._data_dir / STATE_FILE).unlink(missing_ok=True)
         if self._lock_file is not None:
             self._lock_file.close()
