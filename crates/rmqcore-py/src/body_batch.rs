@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use pyo3::types::PyMemoryView;
 use rmqcore::record::RecordView;
 
-use crate::decoder::PyColumnBuffer;
+use crate::column_buffer::PyColumnBuffer;
 
 /// Collects the bodies of a read as the store hands its records out (without the GIL).
 pub struct BodyColumns {

@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod body_batch;
+mod column_buffer;
 mod decoder;
 mod errors;
 mod functions;
@@ -66,7 +67,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     module.add_class::<decoder::PySegmentDecoder>()?;
     module.add_class::<decoder::PyDecodedBatch>()?;
-    module.add_class::<decoder::PyColumnBuffer>()?;
+    module.add_class::<column_buffer::PyColumnBuffer>()?;
     module.add_class::<pull_columns::PyPulledColumns>()?;
     module.add_function(wrap_pyfunction!(pull_columns::decode_pull_columns, module)?)?;
     module.add_function(wrap_pyfunction!(functions::java_string_hash, module)?)?;
