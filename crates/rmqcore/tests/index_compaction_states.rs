@@ -11,6 +11,9 @@ use rmqcore::index::file::IndexFile;
 use rmqcore::index::layout::IndexGeometry;
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
+mod support;
+use support::copy_dir;
+
 const GEOMETRY: IndexGeometry = IndexGeometry {
     slot_count: 5,
     entry_count: 25,
@@ -184,17 +187,4 @@ fn a_file_that_fills_during_recovery_is_compacted_too() {
     );
     assert_eq!(answers(&store), expected);
     assert!(store.verify_index().unwrap().is_clean());
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }

@@ -11,6 +11,9 @@ use rmqcore::index::index_keys;
 use rmqcore::index::layout::{IndexGeometry, ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE};
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
+mod support;
+use support::copy_dir;
+
 const SLOTS: usize = 11;
 const ENTRIES: usize = 40;
 
@@ -20,19 +23,6 @@ fn options() -> StoreOptions {
         index_slot_count: SLOTS,
         index_entry_count: ENTRIES,
         ..StoreOptions::default()
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

@@ -12,6 +12,14 @@ fn options() -> StoreOptions {
     }
 }
 
+fn put_body(store: &Store, body: &[u8]) -> rmqcore::PutResult {
+    let draft = MessageDraft {
+        body,
+        ..Default::default()
+    };
+    store.put("T", 0, &draft).unwrap()
+}
+
 fn body_for_record_length(store: &Store, topic: &str, length: usize) -> Vec<u8> {
     let draft = MessageDraft {
         body: b"",
@@ -40,28 +48,10 @@ fn a_record_that_exactly_does_not_fit_forces_a_blank() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), options()).unwrap();
     let first = body_for_record_length(&store, "T", 4096 - 200);
-    store
-        .put(
-            "T",
-            0,
-            &MessageDraft {
-                body: &first,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    put_body(&store, &first);
     // 200 bytes remain: a 193-byte record leaves 7 < 8 for the blank, so it must roll.
     let second = body_for_record_length(&store, "T", 193);
-    let result = store
-        .put(
-            "T",
-            0,
-            &MessageDraft {
-                body: &second,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let result = put_body(&store, &second);
     assert_eq!(result.commitlog_offset, 4096);
     let segment = std::fs::read(dir.path().join("commitlog").join("00000000000000000000")).unwrap();
     assert_eq!(
@@ -78,27 +68,9 @@ fn a_record_that_exactly_does_not_fit_forces_a_blank() {
     // 192 bytes leave exactly 8: that fits in the same segment.
     let third_dir = tempfile::tempdir().unwrap();
     let store = Store::open(third_dir.path(), options()).unwrap();
-    store
-        .put(
-            "T",
-            0,
-            &MessageDraft {
-                body: &first,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    put_body(&store, &first);
     let fits = body_for_record_length(&store, "T", 192);
-    let result = store
-        .put(
-            "T",
-            0,
-            &MessageDraft {
-                body: &fits,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let result = put_body(&store, &fits);
     assert_eq!(result.commitlog_offset, 3896);
 }
 
