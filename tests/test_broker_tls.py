@@ -3,8 +3,6 @@ shards' native data plane ends TLS itself: sends and pulls over TLS never reach 
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import grpc
@@ -12,25 +10,14 @@ import pytest
 from rmq.client import BrokerUnavailableError, Client
 
 from tests.support.brokers import Brokers
+from tests.support.certificates import self_signed_certificate
 from tests.support.cli import rmq_cli
 from tests.support.native_requests import native_requests
 
 
 @pytest.fixture
 def certificate(tmp_path: Path) -> tuple[Path, Path]:
-    if shutil.which("openssl") is None:
-        pytest.fail("the TLS tests need openssl on PATH to make their certificate")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost",
-            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
+    return self_signed_certificate(tmp_path, "broker")
 
 
 def test_clients_reach_a_tls_broker_only_over_tls(

@@ -6,9 +6,7 @@ does not trust."""
 
 from __future__ import annotations
 
-import shutil
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +21,7 @@ from rmq.client.transport import method_path
 from rmq.proto.v1 import broker_pb2 as pb
 
 from tests.support.brokers import Brokers
+from tests.support.certificates import self_signed_certificate
 
 GET_ROUTE = method_path("Route", "GetRoute")
 PULL = method_path("Shard", "Pull")
@@ -41,22 +40,6 @@ def silent_endpoint() -> Iterator[str]:
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)
         yield f"127.0.0.1:{listener.getsockname()[1]}"
-
-
-def _certificate(directory: Path, name: str) -> tuple[Path, Path]:
-    if shutil.which("openssl") is None:
-        pytest.fail("the TLS tests need openssl on PATH to make their certificate")
-    cert, key = directory / f"{name}-cert.pem", directory / f"{name}-key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost",
-            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
 
 
 def test_an_unreachable_endpoint_is_unavailable_within_the_timeout() -> None:
@@ -149,8 +132,8 @@ def test_a_token_broker_refuses_a_call_without_the_token(brokers: Brokers) -> No
 def test_tls_with_a_root_that_did_not_sign_the_broker_is_refused(
     brokers: Brokers, tmp_path: Path
 ) -> None:
-    cert, key = _certificate(tmp_path, "broker")
-    stranger, _ = _certificate(tmp_path, "stranger")
+    cert, key = self_signed_certificate(tmp_path, "broker")
+    stranger, _ = self_signed_certificate(tmp_path, "stranger")
     broker = brokers.start(shards=1, args=["--tls-cert", str(cert), "--tls-key", str(key)])
     request = pb.ListTopicsRequest().SerializeToString()
     list_topics = method_path("Route", "ListTopics")
