@@ -8,21 +8,15 @@ knows nothing of processes or files.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from rmq.broker.validation import Limits, check_queue_count, check_topic
+from rmq.client.messages import ShardProcessInfo
 from rmq.proto.v1 import broker_pb2 as pb
 
-
-@dataclass(frozen=True, slots=True)
-class ProcessInfo:
-    process: int
-    endpoint: str
-    shards: tuple[int, ...]
-    pid: int
-    serving: bool
-    restarts: int
+# One shard process as the supervisor knows it: the class the client's ``cluster_info``
+# answers with, so the two sides cannot drift.
+ProcessInfo = ShardProcessInfo
 
 
 class Cluster(Protocol):

@@ -47,6 +47,8 @@ class QueueInfo:
 
 @dataclass(frozen=True, slots=True)
 class ShardProcessInfo:
+    """One shard process of a broker: the supervisor's view, and ``cluster_info``'s answer."""
+
     process: int
     endpoint: str
     shards: tuple[int, ...]
