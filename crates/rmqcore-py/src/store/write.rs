@@ -11,7 +11,7 @@ use rmqcore::MessageDraft;
 
 use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{checked_i32, extract_keys, extract_properties, Metadata, PyMessage};
-use crate::put_result::PyPutResult;
+use crate::put_result::{PyPutResult, PyPutResults};
 use crate::send_batch::PySendBatch;
 use crate::store::columns::Columns;
 use rmqnet::codec::send::encode_send_response;
@@ -69,7 +69,7 @@ impl PyStore {
         tags: Option<&Bound<'_, PyAny>>,
         keys: Option<&Bound<'_, PyAny>>,
         born_host: Option<&str>,
-    ) -> PyResult<Vec<PyPutResult>> {
+    ) -> PyResult<PyPutResults> {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
         let born_host = born_host
             .map(|host| parse_host("born_host", host))
@@ -129,7 +129,7 @@ impl PyStore {
             .collect();
         let store = &self.inner;
         let results = without_gil(py, || store.put_batch(topic, queue_id, &drafts))?;
-        Ok(results.into_iter().map(PyPutResult::from).collect())
+        Ok(PyPutResults::from(results))
     }
 
     /// Store a Send request decoded by `SendBatch.parse` and return the serialized
