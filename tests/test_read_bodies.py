@@ -134,9 +134,7 @@ def test_a_damaged_record_stops_the_read_before_it_and_a_read_at_it_raises(
     tmp_path: Path, record_crc: bool, damage: Callable[[Path, int], None]
 ) -> None:
     victim = 60
-    with rmq.Store(
-        tmp_path, commitlog_segment_size=SEGMENT, append_record_crc=record_crc
-    ) as store:
+    with rmq.Store(tmp_path, commitlog_segment_size=SEGMENT, append_record_crc=record_crc) as store:
         for i in range(120):
             store.put(TOPIC, body(i))
     damage(tmp_path, victim)

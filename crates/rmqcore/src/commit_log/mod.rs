@@ -248,7 +248,12 @@ impl CommitLog {
     /// The record at `offset` of `segment`, which holds it, read no further than `end`
     /// (the log's write offset) and checked: layout, CRCs when asked, and that the record
     /// says it is at `offset`.
-    fn decode_in(segment: &Segment, offset: u64, end: u64, check_crc: bool) -> Result<RecordView<'_>> {
+    fn decode_in(
+        segment: &Segment,
+        offset: u64,
+        end: u64,
+        check_crc: bool,
+    ) -> Result<RecordView<'_>> {
         let position = (offset - segment.start_offset()) as usize;
         let readable = usize::try_from(end - offset)
             .unwrap_or(usize::MAX)

@@ -36,7 +36,11 @@ impl MessageSpans {
         MessageDraft {
             body: &raw[self.body.0..self.body.1],
             tags: self.tags.as_deref().map(Cow::Borrowed),
-            keys: self.keys.iter().map(|key| Cow::Borrowed(key.as_str())).collect(),
+            keys: self
+                .keys
+                .iter()
+                .map(|key| Cow::Borrowed(key.as_str()))
+                .collect(),
             properties: self.properties.clone(),
             flag: self.flag,
             born_timestamp: (self.born_timestamp != 0).then_some(self.born_timestamp),
