@@ -79,9 +79,9 @@ class RmqSystem:
             )
 
     def read_all(self, wl: Workload) -> int:
-        # A bulk reader's form: the bodies of many messages in one buffer, each a
-        # memoryview into it, no rmq.Message per message (each body still touched, as
-        # the key-value stores' cursors hand each value out).
+        # A bulk reader's form: the bodies of many messages in one buffer, each handed
+        # out as bytes, no rmq.Message per message (each body still touched, as the
+        # key-value stores' cursors hand each value out).
         read_bodies = self.store.read_bodies
         offset = 0
         seen = 0

@@ -11,7 +11,7 @@ from bench.harness import Benchmark, Case, Context, Metrics, System
 from bench.workload import BATCH, make
 
 SYSTEM_NOTES = {
-    "rmq": "read_bodies(topic, queue, offset, 1024) until the end, a memoryview per body; "
+    "rmq": "read_bodies(topic, queue, offset, 1024) until the end, bytes per body; "
     "query_by_key for lookups",
     "mmap limit": "one bytes slice of the mapping per message; lookups: a dict then a slice",
     "rocksdb": "iterator over the message range; lookups: two point gets",

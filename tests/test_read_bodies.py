@@ -7,7 +7,7 @@ filter, byte limit), refuse what ``pull`` refuses, and stop at a damaged record 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +20,7 @@ from rmq.errors import (
     OffsetOutOfRangeError,
 )
 
-from tests.support.damaged_records import body, damage_body
+from tests.support.damaged_records import body, damage_body, damage_body_crc
 
 TOPIC = "Bulk"
 COUNT = 300
@@ -79,11 +79,12 @@ def test_indexing_views_and_arrow_layout(store: rmq.Store) -> None:
         batch[20]
     with pytest.raises(IndexError):
         batch[-21]
-    # Views are read-only slices of one buffer and outlive the batch object.
+    # Each body is its own bytes object, which outlives the batch object.
     views = list(batch)
-    assert all(view.readonly for view in views)
+    assert all(type(view) is bytes for view in views)
+    assert type(batch[3]) is bytes
     del batch
-    assert [bytes(view) for view in views] == expected
+    assert views == expected
     # The same buffers as an Arrow large_binary array, without a copy.
     batch = store.read_bodies(TOPIC, 0, 10, 20)
     array = pa.Array.from_buffers(
@@ -125,14 +126,23 @@ def test_bad_arguments_are_refused_like_pull(store: rmq.Store) -> None:
         store.read_bodies(TOPIC, 0, "0", 8)  # type: ignore[arg-type]
 
 
-def test_a_damaged_body_stops_the_read_before_it_and_a_read_at_it_raises(tmp_path: Path) -> None:
+# One CRC pass a record: the record CRC when the record has one (it covers the body and
+# BODYCRC), else the body CRC. Each damage must be caught either way.
+@pytest.mark.parametrize("record_crc", [True, False], ids=["record-crc", "body-crc-only"])
+@pytest.mark.parametrize("damage", [damage_body, damage_body_crc], ids=["body", "bodycrc-field"])
+def test_a_damaged_record_stops_the_read_before_it_and_a_read_at_it_raises(
+    tmp_path: Path, record_crc: bool, damage: Callable[[Path, int], None]
+) -> None:
     victim = 60
-    with rmq.Store(tmp_path, commitlog_segment_size=SEGMENT) as store:
+    with rmq.Store(tmp_path, commitlog_segment_size=SEGMENT, append_record_crc=record_crc) as store:
         for i in range(120):
             store.put(TOPIC, body(i))
-    damage_body(tmp_path, victim)
+    damage(tmp_path, victim)
 
     with rmq.Store(tmp_path, commitlog_segment_size=SEGMENT) as store:
+        # Every read path checks the same way: pull and get_at refuse the record too.
+        with pytest.raises(CorruptRecordError):
+            store.pull(TOPIC, 0, victim, 1)
         before = store.read_bodies(TOPIC, 0, 7, 100)
         assert [bytes(v) for v in before] == [body(i) for i in range(7, victim)]
         assert before.next_offset == victim

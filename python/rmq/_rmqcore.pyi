@@ -5,9 +5,9 @@ Checked against the compiled module by ``mypy.stubtest`` in the test suite.
 
 import logging
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, final, overload
 
 from typing_extensions import disjoint_base
 
@@ -16,7 +16,6 @@ from rmq.errors import BrokerError, CorruptRecordError
 __all__ = [
     "RETRYABLE_STATUS_CODES",
     "BodyBatch",
-    "BodyIterator",
     "ColumnBuffer",
     "DecodedBatch",
     "DiskUsage",
@@ -28,6 +27,8 @@ __all__ = [
     "PullResult",
     "PulledColumns",
     "PutResult",
+    "PutResultIterator",
+    "PutResults",
     "ReceivedMessage",
     "RecoveryReport",
     "RetentionReport",
@@ -135,6 +136,26 @@ class PutResult:
     def store_size(self) -> int: ...
 
 @final
+class PutResults:
+    """Where ``Store.put_batch`` stored each message, in the batch's order: a read-only
+    sequence whose ``PutResult``s are made when indexed or iterated, not all up front."""
+
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: int, /) -> PutResult:
+        """Result ``index`` (negative counts from the end); ``IndexError`` past the end."""
+    @overload
+    def __getitem__(self, index: slice, /) -> list[PutResult]: ...
+    def __iter__(self) -> PutResultIterator: ...
+
+@final
+class PutResultIterator:
+    """Iterator over a ``PutResults``."""
+
+    def __iter__(self) -> PutResultIterator: ...
+    def __next__(self) -> PutResult: ...
+
+@final
 class PullResult:
     """The answer to ``Store.pull``: messages and where the next pull starts."""
 
@@ -153,17 +174,17 @@ class BodyBatch:
     """The answer to ``Store.read_bodies``: the bodies alone, one after the other in one
     buffer, in Apache Arrow's ``large_binary`` layout (``offsets``, ``data``).
 
-    Iterating gives each body as a read-only ``memoryview`` into ``data`` (no copy, no
-    ``Message``); ``batch[i]`` gives one. ``pyarrow.Array.from_buffers(pa.large_binary(),
+    Iterating gives each body as ``bytes`` (one copy out of ``data``, no ``Message``);
+    ``batch[i]`` gives one. ``pyarrow.Array.from_buffers(pa.large_binary(),
     len(batch), [None, pa.py_buffer(batch.offsets), pa.py_buffer(batch.data)])`` wraps the
     bodies as an Arrow array without a copy.
     """
 
     def __len__(self) -> int:
         """How many bodies the batch holds."""
-    def __getitem__(self, index: int, /) -> memoryview:
+    def __getitem__(self, index: int, /) -> bytes:
         """Body ``index`` (negative counts from the end); ``IndexError`` past the end."""
-    def __iter__(self) -> BodyIterator: ...
+    def __iter__(self) -> Iterator[bytes]: ...
     @property
     def data(self) -> ColumnBuffer:
         """Every body, one after the other."""
@@ -179,13 +200,6 @@ class BodyBatch:
     def min_offset(self) -> int: ...
     @property
     def max_offset(self) -> int: ...
-
-@final
-class BodyIterator:
-    """Iterator over a ``BodyBatch``: each body as a read-only ``memoryview``."""
-
-    def __iter__(self) -> BodyIterator: ...
-    def __next__(self) -> memoryview: ...
 
 @final
 class EncodedPull:
@@ -644,7 +658,7 @@ class Store:
         tags: str | Sequence[str | None] | None = None,
         keys: Sequence[str | Sequence[str] | None] | None = None,
         born_host: str | None = None,
-    ) -> list[PutResult]:
+    ) -> PutResults:
         """Append messages to one queue under one lock; all or none are written.
 
         With bytes bodies, ``tags`` (one tag for all, or one per message) and ``keys`` (per

@@ -36,11 +36,12 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("RETRYABLE_STATUS_CODES", rmqnet::client::RETRYABLE.to_vec())?;
     module.add_class::<message::PyMessage>()?;
     module.add_class::<put_result::PyPutResult>()?;
+    module.add_class::<put_result::PyPutResults>()?;
+    module.add_class::<put_result::PyPutResultIter>()?;
     module.add_class::<store::PyStore>()?;
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<store::PyEncodedPull>()?;
     module.add_class::<body_batch::PyBodyBatch>()?;
-    module.add_class::<body_batch::PyBodyIter>()?;
     module.add_class::<send_batch::PySendBatch>()?;
     module.add_class::<producer_core::PyProducerCore>()?;
     module.add_class::<transport::PyTransport>()?;

@@ -1,5 +1,7 @@
 //! `rmq.Message`, and the conversions of its arguments shared with `Store.put`.
 
+use std::borrow::Cow;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rmqcore::record::message::MessageProperties;
@@ -47,22 +49,27 @@ pub struct Fields {
 /// What `put_batch` takes from a message.
 pub struct DraftParts {
     pub body: Py<PyBytes>,
-    pub metadata: Metadata,
+    pub metadata: Metadata<'static>,
 }
 
 /// A message's fields besides its body, as `put_batch` stores them (`born_timestamp` 0:
 /// the store's clock).
+/// Tags and keys borrow the caller's Python strings where they can.
 #[derive(Default)]
-pub struct Metadata {
-    pub tags: Option<String>,
-    pub keys: Vec<String>,
+pub struct Metadata<'a> {
+    pub tags: Option<Cow<'a, str>>,
+    pub keys: Vec<Cow<'a, str>>,
     pub properties: Vec<(String, String)>,
     pub flag: i32,
     pub born_timestamp: i64,
 }
 
 /// `keys` as Python passes it: a sequence of keys, or one string of space-separated keys.
-pub fn extract_keys(py: Python<'_>, keys: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+/// The keys of one string are borrowed from it; those of a sequence are copied.
+pub fn extract_keys<'a>(
+    py: Python<'_>,
+    keys: Option<&'a Bound<'_, PyAny>>,
+) -> PyResult<Vec<Cow<'a, str>>> {
     let Some(keys) = keys.filter(|keys| !keys.is_none()) else {
         return Ok(Vec::new());
     };
@@ -74,16 +81,22 @@ pub fn extract_keys(py: Python<'_>, keys: Option<&Bound<'_, PyAny>>) -> PyResult
             .to_str()?
             .split(' ')
             .filter(|key| !key.is_empty())
-            .map(str::to_owned)
+            .map(Cow::Borrowed)
             .collect());
     }
     if let Ok(list) = keys.cast::<PyList>() {
         return list
             .iter()
-            .map(|key| key.extract::<String>().map_err(|_| not_strings()))
+            .map(|key| {
+                key.extract::<String>()
+                    .map(Cow::Owned)
+                    .map_err(|_| not_strings())
+            })
             .collect();
     }
-    keys.extract::<Vec<String>>().map_err(|_| not_strings())
+    keys.extract::<Vec<String>>()
+        .map(|keys| keys.into_iter().map(Cow::Owned).collect())
+        .map_err(|_| not_strings())
 }
 
 pub fn extract_properties(
@@ -137,7 +150,10 @@ impl PyMessage {
             store_size: 0,
             body: body.unbind(),
             tags,
-            keys: extract_keys(py, keys)?,
+            keys: extract_keys(py, keys)?
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect(),
             properties: extract_properties(py, properties)?,
             // 0 stands for "not given": the store then uses the time of the put.
             born_timestamp: born_timestamp.unwrap_or(0),
@@ -323,8 +339,8 @@ impl PyMessage {
         DraftParts {
             body: self.body(py),
             metadata: Metadata {
-                tags: properties.tags,
-                keys: properties.keys,
+                tags: properties.tags.map(Cow::Owned),
+                keys: properties.keys.into_iter().map(Cow::Owned).collect(),
                 properties: properties.properties,
                 flag: self.flag(),
                 born_timestamp: self.born_timestamp(),

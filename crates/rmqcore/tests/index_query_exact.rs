@@ -76,7 +76,7 @@ fn queries_equal_a_scan_of_the_log() {
         let topic = if n % 4 == 0 { "Other" } else { "T" };
         let mut draft = MessageDraft {
             body: b"body",
-            keys: keys_for(n),
+            keys: keys_for(n).into_iter().map(Into::into).collect(),
             ..MessageDraft::default()
         };
         if n % 7 == 0 {

@@ -32,7 +32,7 @@ fn crashed_image(live: &Path, image: &Path, messages: usize) -> Vec<i64> {
     store.index().set_compaction_paused(true);
     let mut offsets = Vec::new();
     for n in 0..messages {
-        let keys = vec![format!("k{}", n % 9), format!("m{n}")];
+        let keys = vec![format!("k{}", n % 9).into(), format!("m{n}").into()];
         let draft = MessageDraft {
             body: &[7u8; 40],
             keys,
@@ -109,7 +109,7 @@ fn entries_past_a_cut_log_are_removed_across_sealed_files() {
                 0,
                 &MessageDraft {
                     body: b"y",
-                    keys: vec![format!("k{}", n % 9)],
+                    keys: vec![format!("k{}", n % 9).into()],
                     ..MessageDraft::default()
                 },
             )

@@ -177,8 +177,8 @@ fn store_written_segments_decode_to_what_the_store_reads() {
         let body = vec![b'a' + (i % 26) as u8; (i as usize * 37) % 300];
         let draft = MessageDraft {
             body: &body,
-            tags: (i % 3 != 0).then(|| format!("tag-é{}", i % 4)),
-            keys: vec![format!("k{i}"), "ключ".to_string()],
+            tags: (i % 3 != 0).then(|| format!("tag-é{}", i % 4).into()),
+            keys: vec![format!("k{i}").into(), "ключ".into()],
             properties: vec![("p".to_string(), format!("v{i}"))],
             ..Default::default()
         };

@@ -18,7 +18,7 @@ fn open(root: &std::path::Path, form: ConsumeQueueType) -> Store {
 fn draft<'a>(body: &'a [u8], tags: &str) -> MessageDraft<'a> {
     MessageDraft {
         body,
-        tags: Some(tags.to_string()),
+        tags: Some(tags.to_string().into()),
         ..MessageDraft::default()
     }
 }

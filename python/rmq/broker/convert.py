@@ -45,7 +45,9 @@ def engine_messages(messages: Sequence[pb.Message], limits: Limits) -> list[byte
     return out
 
 
-def send_response(results: Sequence[rmq.PutResult], sequence: int = 0) -> pb.SendResponse:
+def send_response(
+    results: Sequence[rmq.PutResult] | rmq.PutResults, sequence: int = 0
+) -> pb.SendResponse:
     return pb.SendResponse(
         msg_ids=[r.msg_id for r in results],
         commitlog_offsets=[r.commitlog_offset for r in results],

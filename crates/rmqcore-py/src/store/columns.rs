@@ -2,57 +2,56 @@
 //! (`tags=`, `keys=`), so that a bulk writer builds no `rmq.Message` per message (building
 //! one costs about as much as storing it).
 
+use std::borrow::Cow;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::errors::invalid;
 use crate::message::{extract_keys, Metadata};
 
-pub struct Columns {
-    tags: Tags,
-    keys: Option<Vec<Vec<String>>>,
+/// The columns as Python gave them, checked for shape and type; each message's strings
+/// are borrowed from them when its draft is made.
+pub struct Columns<'py> {
+    tags: Tags<'py>,
+    keys: Option<Vec<Bound<'py, PyAny>>>,
 }
 
-enum Tags {
+enum Tags<'py> {
     None,
-    All(String),
-    Each(Vec<Option<String>>),
+    All(Bound<'py, PyString>),
+    /// Each a `str` or None.
+    Each(Vec<Bound<'py, PyAny>>),
 }
 
-impl Columns {
+impl<'py> Columns<'py> {
     /// `tags`: one tag for every message, or one (or None) per message; `keys`: per
     /// message, what `Store.put`'s `keys` takes (or None). Both as long as the batch.
     pub fn extract(
-        py: Python<'_>,
+        py: Python<'py>,
         count: usize,
-        tags: Option<&Bound<'_, PyAny>>,
-        keys: Option<&Bound<'_, PyAny>>,
+        tags: Option<&Bound<'py, PyAny>>,
+        keys: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         let tags = match tags.filter(|tags| !tags.is_none()) {
             None => Tags::None,
-            Some(tag) if tag.is_instance_of::<PyString>() => Tags::All(tag.extract()?),
+            Some(tag) if tag.is_instance_of::<PyString>() => {
+                Tags::All(tag.cast::<PyString>()?.clone())
+            }
             Some(column) => {
                 let column = sequence(py, "tags", column, count)?;
-                Tags::Each(
-                    column
-                        .iter()
-                        .map(|tag| {
-                            tag.extract::<Option<String>>().map_err(|_| {
-                                invalid(py, "tags", "each tag must be a string or None")
-                            })
-                        })
-                        .collect::<PyResult<_>>()?,
-                )
+                if let Some(_bad) = column
+                    .iter()
+                    .find(|tag| !tag.is_none() && !tag.is_instance_of::<PyString>())
+                {
+                    return Err(invalid(py, "tags", "each tag must be a string or None"));
+                }
+                Tags::Each(column)
             }
         };
         let keys = match keys.filter(|keys| !keys.is_none()) {
             None => None,
-            Some(column) => Some(
-                sequence(py, "keys", column, count)?
-                    .iter()
-                    .map(|keys| extract_keys(py, Some(keys)))
-                    .collect::<PyResult<_>>()?,
-            ),
+            Some(column) => Some(sequence(py, "keys", column, count)?),
         };
         Ok(Columns { tags, keys })
     }
@@ -61,26 +60,29 @@ impl Columns {
         !matches!(self.tags, Tags::None) || self.keys.is_some()
     }
 
-    /// Message `index`'s fields, moved out of the columns (each index is taken once).
-    pub fn take(&mut self, index: usize) -> Option<Metadata> {
+    /// Message `index`'s fields, borrowing the columns' strings.
+    pub fn take(&self, py: Python<'_>, index: usize) -> PyResult<Option<Metadata<'_>>> {
         if !self.given() {
-            return None;
+            return Ok(None);
         }
-        let tags = match &mut self.tags {
+        let tags = match &self.tags {
             Tags::None => None,
-            Tags::All(tag) => Some(tag.clone()),
-            Tags::Each(tags) => tags[index].take(),
+            Tags::All(tag) => Some(Cow::Borrowed(tag.to_str()?)),
+            Tags::Each(tags) => match tags[index].cast::<PyString>() {
+                Ok(tag) => Some(Cow::Borrowed(tag.to_str()?)),
+                // Checked by `extract`: not a string, so None.
+                Err(_) => None,
+            },
         };
-        let keys = self
-            .keys
-            .as_mut()
-            .map(|keys| std::mem::take(&mut keys[index]))
-            .unwrap_or_default();
-        Some(Metadata {
+        let keys = match &self.keys {
+            Some(keys) => extract_keys(py, Some(&keys[index]))?,
+            None => Vec::new(),
+        };
+        Ok(Some(Metadata {
             tags,
             keys,
             ..Metadata::default()
-        })
+        }))
     }
 }
 

@@ -4,6 +4,8 @@
 //! `MessageDraft`s while it holds the GIL (they borrow the Python bytes) and appends them
 //! without it.
 
+use std::borrow::Cow;
+
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rmqcore::record::host::parse_host;
@@ -11,7 +13,7 @@ use rmqcore::MessageDraft;
 
 use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{checked_i32, extract_keys, extract_properties, Metadata, PyMessage};
-use crate::put_result::PyPutResult;
+use crate::put_result::{PyPutResult, PyPutResults};
 use crate::send_batch::PySendBatch;
 use crate::store::columns::Columns;
 use rmqnet::codec::send::encode_send_response;
@@ -31,7 +33,7 @@ impl PyStore {
         topic: &str,
         body: Bound<'_, PyBytes>,
         queue_id: i64,
-        tags: Option<String>,
+        tags: Option<&str>,
         keys: Option<&Bound<'_, PyAny>>,
         properties: Option<&Bound<'_, PyAny>>,
         flag: i64,
@@ -41,7 +43,7 @@ impl PyStore {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
         let draft = MessageDraft {
             body: body.as_bytes(),
-            tags,
+            tags: tags.map(Cow::Borrowed),
             keys: extract_keys(py, keys)?,
             properties: extract_properties(py, properties)?,
             flag: checked_i32(py, "flag", flag)?,
@@ -69,7 +71,7 @@ impl PyStore {
         tags: Option<&Bound<'_, PyAny>>,
         keys: Option<&Bound<'_, PyAny>>,
         born_host: Option<&str>,
-    ) -> PyResult<Vec<PyPutResult>> {
+    ) -> PyResult<PyPutResults> {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
         let born_host = born_host
             .map(|host| parse_host("born_host", host))
@@ -79,13 +81,13 @@ impl PyStore {
             .try_iter()
             .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
             .collect::<PyResult<_>>()?;
-        let mut columns = Columns::extract(py, items.len(), tags, keys)?;
+        let columns = Columns::extract(py, items.len(), tags, keys)?;
         let mut bodies: Vec<Bound<'_, PyBytes>> = Vec::with_capacity(items.len());
         let mut metadata: Vec<Option<Metadata>> = Vec::with_capacity(items.len());
         for (index, item) in items.iter().enumerate() {
             if let Ok(bytes) = item.cast::<PyBytes>() {
                 bodies.push(bytes.clone());
-                metadata.push(columns.take(index));
+                metadata.push(columns.take(py, index)?);
             } else if let Ok(message) = item.cast::<PyMessage>() {
                 if columns.given() {
                     return Err(invalid(
@@ -105,8 +107,8 @@ impl PyStore {
                 ));
             }
         }
-        // The metadata moves into the drafts: a message's strings are copied once, when
-        // they leave Python.
+        // The metadata moves into the drafts: the columns' strings are borrowed from
+        // Python, a message's are copied once, when they leave it.
         let drafts: Vec<MessageDraft<'_>> = bodies
             .iter()
             .zip(metadata)
@@ -129,7 +131,7 @@ impl PyStore {
             .collect();
         let store = &self.inner;
         let results = without_gil(py, || store.put_batch(topic, queue_id, &drafts))?;
-        Ok(results.into_iter().map(PyPutResult::from).collect())
+        Ok(PyPutResults::from(results))
     }
 
     /// Store a Send request decoded by `SendBatch.parse` and return the serialized

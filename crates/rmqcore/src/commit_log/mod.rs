@@ -5,6 +5,7 @@
 //! store's write lock); everything else may run concurrently with them. Readers see only
 //! records below `write_offset`, which is published after a record's bytes are written.
 
+mod cursor;
 pub mod flush_service;
 mod record_ref;
 mod scan;
@@ -12,6 +13,7 @@ mod tiered;
 
 pub use tiered::RemoteSegments;
 
+pub use cursor::LogCursor;
 pub use record_ref::RecordRef;
 pub use scan::ScanEnd;
 
@@ -238,6 +240,20 @@ impl CommitLog {
                 None => Err(out_of_range),
             };
         };
+        let length = Self::decode_in(&segment, offset, end, check_crc)?.total_size;
+        let position = (offset - segment.start_offset()) as usize;
+        Ok(RecordRef::mapped(segment, position, length))
+    }
+
+    /// The record at `offset` of `segment`, which holds it, read no further than `end`
+    /// (the log's write offset) and checked: layout, CRCs when asked, and that the record
+    /// says it is at `offset`.
+    fn decode_in(
+        segment: &Segment,
+        offset: u64,
+        end: u64,
+        check_crc: bool,
+    ) -> Result<RecordView<'_>> {
         let position = (offset - segment.start_offset()) as usize;
         let readable = usize::try_from(end - offset)
             .unwrap_or(usize::MAX)
@@ -255,8 +271,7 @@ impl CommitLog {
                         ),
                     ));
                 }
-                let length = view.total_size;
-                Ok(RecordRef::mapped(segment, position, length))
+                Ok(view)
             }
             Ok(_) => Err(Error::corrupt(
                 segment.path(),

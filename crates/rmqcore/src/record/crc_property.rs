@@ -63,7 +63,12 @@ pub fn has_crc_property(record: &RecordView<'_>) -> bool {
 /// Whether the record carries the property, and if so whether it matches.
 /// `record_bytes` are the record's `total_size` bytes.
 pub fn check_crc_property(record: &RecordView<'_>, record_bytes: &[u8]) -> Option<bool> {
-    let properties = record.properties;
+    check_record_crc(record.properties, record_bytes)
+}
+
+/// `check_crc_property` given the record's properties bytes rather than its view (the
+/// decoder checks before it builds one).
+pub fn check_record_crc(properties: &[u8], record_bytes: &[u8]) -> Option<bool> {
     if properties.len() < CRC_PROPERTY_LENGTH {
         return None;
     }

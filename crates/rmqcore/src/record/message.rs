@@ -15,13 +15,14 @@ use crate::record::properties::{
 };
 use crate::record::RecordView;
 
-/// A message to append. The body is borrowed so that a binding can pass its buffers
-/// without copying them.
+/// A message to append. The body, tags and keys may be borrowed so that a binding can
+/// pass its buffers and strings without copying them (a batch's copies and frees of its
+/// tags and keys cost it more than encoding the records).
 #[derive(Debug, Clone, Default)]
 pub struct MessageDraft<'a> {
     pub body: &'a [u8],
-    pub tags: Option<String>,
-    pub keys: Vec<String>,
+    pub tags: Option<Cow<'a, str>>,
+    pub keys: Vec<Cow<'a, str>>,
     /// User properties; `TAGS` and `KEYS` come from the fields above.
     pub properties: Vec<(String, String)>,
     pub flag: i32,
@@ -62,7 +63,7 @@ impl<'a> MessageDraft<'a> {
         let tags = self.tags.as_deref().filter(|tags| !tags.is_empty());
         check_message_fields(
             tags,
-            self.keys.iter().map(String::as_str),
+            self.keys.iter().map(AsRef::as_ref),
             self.properties
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_str())),
@@ -70,7 +71,7 @@ impl<'a> MessageDraft<'a> {
         let tags = tags.map(|tags| (PROPERTY_TAGS, tags));
         // One key (the common case) is its own KEYS value: no joined copy.
         let joined_keys: Cow<'_, str> = match self.keys.as_slice() {
-            [key] => Cow::Borrowed(key.as_str()),
+            [key] => Cow::Borrowed(key.as_ref()),
             keys => Cow::Owned(keys.join(" ")),
         };
         let keys = (!joined_keys.is_empty()).then_some((PROPERTY_KEYS, joined_keys.as_ref()));

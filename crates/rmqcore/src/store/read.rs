@@ -1,5 +1,6 @@
 //! Reading: pulls by queue offset, lookups by key, msgId and time, and queue bounds.
 
+use crate::commit_log::LogCursor;
 use crate::consume_queue::EntryCursor;
 use crate::error::{Error, Result};
 use crate::options::FlushMode;
@@ -17,6 +18,15 @@ pub struct PullResult {
     pub next_offset: i64,
     pub min_offset: i64,
     pub max_offset: i64,
+}
+
+/// What `pull_each` did with one record it read.
+enum Step {
+    Took,
+    /// Its tag does not match the filter.
+    Skip,
+    /// It would pass the byte limit.
+    Stop,
 }
 
 /// What `pull_each` visited: how many records, and the queue's positions.
@@ -139,6 +149,7 @@ impl Store {
         let mut bytes = 0usize;
         let mut next = offset;
         let mut entries = EntryCursor::new(queue.as_ref(), offset, max_count);
+        let mut log = LogCursor::new(&self.inner.commit_log);
         while next < max
             && count < max_count
             && next - offset < MAX_FILTERED_ENTRIES + max_count as i64
@@ -168,12 +179,25 @@ impl Store {
                 next += 1;
                 continue;
             }
-            let record = match self
-                .inner
-                .commit_log
-                .read(entry.commitlog_offset as u64, true)
-            {
-                Ok(record) => record,
+            // The record is decoded and checked once, in the segment the cursor keeps.
+            let step = log.visit(entry.commitlog_offset as u64, true, |view| {
+                if filter.is_some_and(|filter| !filter.matches_tag(view.tags())) {
+                    return Step::Skip;
+                }
+                if max_bytes.is_some_and(|limit| count > 0 && bytes + view.body.len() > limit) {
+                    return Step::Stop;
+                }
+                bytes += view.body.len();
+                visit(view);
+                Step::Took
+            });
+            match step {
+                Ok(Step::Took) => {}
+                Ok(Step::Skip) => {
+                    next += 1;
+                    continue;
+                }
+                Ok(Step::Stop) => break,
                 // Retention deleted the segment after the entry was read: the queue's
                 // minimum has moved past this offset.
                 Err(Error::OffsetOutOfRange { .. }) if count == 0 => {
@@ -192,21 +216,7 @@ impl Store {
                     Error::Corrupt { .. } | Error::TierObjectChanged { .. } | Error::Tier { .. },
                 ) if next > offset => break,
                 Err(error) => return Err(error.at_queue_offset(next)),
-            };
-            let view = record.view();
-            if let Some(filter) = filter {
-                if !filter.matches_tag(view.tags()) {
-                    next += 1;
-                    continue;
-                }
             }
-            if let Some(limit) = max_bytes {
-                if count > 0 && bytes + view.body.len() > limit {
-                    break;
-                }
-            }
-            bytes += view.body.len();
-            visit(&view);
             count += 1;
             next += 1;
         }

@@ -7,6 +7,8 @@
 //! store differently (a property name given twice). The shard then runs the checked
 //! path, which gives the precise error. A test compares the two paths on random requests.
 
+use std::borrow::Cow;
+
 use rmqcore::record::message_rules::check_message_fields;
 use rmqcore::{MessageDraft, PutResult};
 use rmqproto::fields::{message, send_request as request, send_response as response};
@@ -27,14 +29,18 @@ pub struct MessageSpans {
 impl MessageSpans {
     /// This message as an engine draft; `raw` is the request it was decoded from.
     pub fn draft<'a>(
-        &self,
+        &'a self,
         raw: &'a [u8],
         born_host: Option<std::net::SocketAddr>,
     ) -> MessageDraft<'a> {
         MessageDraft {
             body: &raw[self.body.0..self.body.1],
-            tags: self.tags.clone(),
-            keys: self.keys.clone(),
+            tags: self.tags.as_deref().map(Cow::Borrowed),
+            keys: self
+                .keys
+                .iter()
+                .map(|key| Cow::Borrowed(key.as_str()))
+                .collect(),
             properties: self.properties.clone(),
             flag: self.flag,
             born_timestamp: (self.born_timestamp != 0).then_some(self.born_timestamp),

@@ -6,6 +6,7 @@
 //! acceptable; otherwise it is declined whole, before anything is stored, and the Python
 //! path answers it with its precise codes.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -180,8 +181,8 @@ fn store(
             let message: &Checked = message;
             Some(MessageDraft {
                 body: &message.body,
-                tags,
-                keys,
+                tags: tags.map(Cow::Owned),
+                keys: keys.into_iter().map(Cow::Owned).collect(),
                 properties,
                 flag: 0,
                 born_timestamp,
