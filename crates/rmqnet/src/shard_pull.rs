@@ -111,7 +111,17 @@ impl Shard {
                     {
                         return Ok(tail(&store, &topic, queue_id, offset, max_offset)?);
                     }
-                    Err(error) => return Err(error.into()),
+                    Err(error) => {
+                        if matches!(
+                            error,
+                            Error::Corrupt { .. } | Error::TierObjectChanged { .. }
+                        ) {
+                            // Lost data is the operator's business: say so in the process's
+                            // log (its stderr), as the shard's Python logging does.
+                            eprintln!("ERROR rmq data plane: pull of {topic}/{queue_id}: {error}");
+                        }
+                        return Err(error.into());
+                    }
                 };
                 if pulled.count > 0 || Instant::now() >= deadline {
                     encoded.extend(response_tail(
