@@ -35,7 +35,8 @@ class Limits:
     @property
     def max_request_bytes(self) -> int:
         """gRPC's receive limit: a little above the largest valid batch, so that a batch
-        slightly over the limit gets this module's message rather than gRPC's."""
+        slightly over the limit gets the broker's message (the data plane's limit check)
+        rather than gRPC's."""
         return self.max_batch_bytes + 1024 * 1024
 
 
