@@ -17,6 +17,10 @@ from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from tests.support.bad_requests import CASES, TOPIC, message, send
 from tests.support.brokers import Brokers
+from tests.support.native_requests import native_requests
+
+# Methods the shard's native data plane answers itself, always (never passed to Python).
+NATIVE_METHODS = ("Send", "SendBatches", "Pull")
 
 
 class Broker:
@@ -73,6 +77,7 @@ MALFORMED = [
     ("Shard", method)
     for method in (
         "Send",
+        "SendBatches",
         "Pull",
         "QueueOffsets",
         "CommitOffsets",
@@ -112,22 +117,73 @@ def test_bad_request_gets_a_precise_status_and_stores_nothing(
     if case == "queue of another shard":
         request_ = send(queue_id=broker.foreign_queue)
     before = broker.snapshot()
+    counted = native_requests(broker.local)
     with pytest.raises(grpc.RpcError) as caught:
         broker.raw(service, method)(request_.SerializeToString(), timeout=30)
     assert caught.value.code() is code, caught.value.details()
     assert fragment in (caught.value.details() or ""), caught.value.details()
     check_unchanged(broker, before)
     check_alive(broker)
+    if method in NATIVE_METHODS:
+        check_answered_natively(broker, counted, method)
+
+
+def check_answered_natively(
+    broker: Broker, before: dict[tuple[str, str], float], method: str
+) -> None:
+    """The native data plane answered the request itself: the Python server got none."""
+    path = f"/rmq.v1.Shard/{method}"
+    after = native_requests(broker.local)
+    assert after.get((path, "answered"), 0) == before.get((path, "answered"), 0) + 1
+    for key, count in after.items():
+        if key[1] == "declined":
+            assert count == before.get(key, 0), f"{key} went to the Python server"
+
+
+SEND_CASES = [c for c in CASES if c[2] == "Send" and c[4] is not grpc.StatusCode.RESOURCE_EXHAUSTED]
+
+
+@pytest.mark.parametrize(
+    ("case", "request_", "code", "fragment"),
+    [(c[0], c[3], c[4], c[5]) for c in SEND_CASES],
+    ids=[c[0] for c in SEND_CASES],
+)
+def test_a_bad_batch_of_send_batches_gets_its_own_status_natively(
+    broker: Broker, case: str, request_: Any, code: grpc.StatusCode, fragment: str
+) -> None:
+    """A bad Send request as the middle batch of a SendBatches call: refused with the
+    status a Send of it gets, while the batches around it are stored."""
+    if case == "queue of another shard":
+        request_ = send(queue_id=broker.foreign_queue)
+    bad = pb.SendRequest()
+    bad.CopyFrom(request_)
+    bad.sequence = 2
+    first, last = send(messages=[message(body=b"first")]), send(messages=[message(body=b"last")])
+    first.sequence, last.sequence = 1, 3
+    counted = native_requests(broker.local)
+    raw = broker.raw("Shard", "SendBatches")(
+        pb.SendBatchesRequest(batches=[first, bad, last]).SerializeToString(), timeout=30
+    )
+    answers = pb.SendBatchesResponse.FromString(raw).answers
+    assert [a.sequence for a in answers] == [1, 2, 3]
+    assert [a.WhichOneof("outcome") for a in answers] == ["result", "error", "result"]
+    assert answers[2].result.queue_offsets[0] == answers[0].result.queue_offsets[0] + 1
+    assert answers[1].error.code == code.value[0], answers[1].error.message
+    assert fragment in answers[1].error.message
+    check_answered_natively(broker, counted, "SendBatches")
 
 
 @pytest.mark.parametrize(("service", "method"), MALFORMED, ids=[f"{s}.{m}" for s, m in MALFORMED])
 def test_malformed_protobuf_is_invalid_argument(broker: Broker, service: str, method: str) -> None:
     before = broker.snapshot()
+    counted = native_requests(broker.local)
     with pytest.raises(grpc.RpcError) as caught:
         broker.raw(service, method)(b"\x0a\xff\xff\xff\xff\x0f", timeout=10)
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "malformed" in (caught.value.details() or "")
     check_unchanged(broker, before)
+    if method in NATIVE_METHODS:
+        check_answered_natively(broker, counted, method)
 
 
 def test_a_burst_of_random_requests_leaves_every_shard_serving(broker: Broker) -> None:

@@ -27,9 +27,20 @@ def _expected(store: rmq.Store, queue_id: int, offset: int, count: int) -> pb.Pu
     )
 
 
+def _response(encoded: rmq.EncodedPull) -> bytes:
+    """A serialized ``PullResponse`` as the shard sends it: the engine's messages (field 1),
+    then the scalars (protobuf merges fields that follow one another)."""
+    tail = pb.PullResponse(
+        next_offset=encoded.next_offset,
+        min_offset=encoded.min_offset,
+        max_offset=encoded.max_offset,
+    )
+    return encoded.messages + tail.SerializeToString()
+
+
 def _decoded(store: rmq.Store, queue_id: int, offset: int, count: int) -> pb.PullResponse:
     encoded = store.pull_encoded(TOPIC, queue_id, offset, count)
-    response = pb.PullResponse.FromString(convert.encoded_pull_response(encoded))
+    response = pb.PullResponse.FromString(_response(encoded))
     assert encoded.count == len(response.messages)
     return response
 
@@ -95,7 +106,7 @@ def test_records_rocketmq_wrote_match(name: str, tmp_path: Path) -> None:
                 start = store.min_offset(topic, queue_id)
                 expected = store.pull(topic, queue_id, start, 1000)
                 encoded = store.pull_encoded(topic, queue_id, start, 1000)
-                answer = pb.PullResponse.FromString(convert.encoded_pull_response(encoded))
+                answer = pb.PullResponse.FromString(_response(encoded))
                 assert list(answer.messages) == [
                     convert.stored_message(m) for m in expected.messages
                 ]

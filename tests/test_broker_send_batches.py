@@ -9,7 +9,6 @@ import time
 import grpc
 import pytest
 from rmq import errors
-from rmq._rmqcore import send_batches_response, split_send_batches, stored_answer
 from rmq.client import Client
 from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
@@ -92,7 +91,6 @@ def test_a_malformed_batch_is_refused_alone(client: Client) -> None:
 
 @pytest.mark.parametrize("raw", [b"\x0a\x05abc", b"\x12\x00", b"\xff"])
 def test_bytes_that_are_not_a_request_get_invalid_argument(client: Client, raw: bytes) -> None:
-    assert split_send_batches(raw) is None
     with pytest.raises(grpc.RpcError) as caught:
         _raw_send_batches(client)(raw, timeout=30)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -125,20 +123,3 @@ def test_a_send_waiting_for_room_sends_lingering_batches_at_once(client: Client)
         assert time.monotonic() - started < 10
         assert producer.flush(timeout=30)
     assert all(f.result(timeout=0).topic == TOPIC for f in futures)
-
-
-@pytest.mark.parametrize("sequence", [0, 7, 2**40])
-def test_answers_are_framed_as_the_generated_classes_read_them(sequence: int) -> None:
-    result = pb.SendResponse(
-        msg_ids=["A", "B"], commitlog_offsets=[1, 2], queue_offsets=[3, 4],
-        store_timestamps=[5, 6], store_sizes=[7, 8], sequence=sequence,
-    )  # fmt: skip
-    answer = stored_answer(result.SerializeToString())
-    assert answer is not None
-    decoded = pb.SendStreamResponse.FromString(answer)
-    assert decoded.sequence == sequence and decoded.result == result
-    refused = pb.SendStreamResponse(error=pb.Error(code=3, message="no")).SerializeToString()
-    joined = pb.SendBatchesResponse.FromString(send_batches_response([answer, refused]))
-    assert [a.WhichOneof("outcome") for a in joined.answers] == ["result", "error"]
-    assert joined.answers[0] == decoded and joined.answers[1].error.message == "no"
-    assert stored_answer(b"\x0a\x05abc") is None

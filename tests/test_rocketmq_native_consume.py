@@ -3,8 +3,8 @@ AckMessage and ChangeInvisibleDuration on the lease book the Python path shares.
 broker's ``rmq_native_requests`` metric shows which requests the fast path answered
 itself and which it passed to Python, so these tests fail if it silently declines
 everything, or takes what it should leave to Python (a message out of attempts, which
-Python moves to the dead-letter topic). The leases the native path keeps are read back by
-a ``--data-plane python`` broker on the same data: one book, one file format.
+Python moves to the dead-letter topic). The leases the native path keeps are read back
+after a restart on the same data.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def test_a_message_out_of_attempts_is_left_to_python_for_the_dead_letter_topic(
     shard.channel.close()
 
 
-def test_native_leases_are_read_back_by_the_python_path_after_a_restart(
+def test_native_leases_are_read_back_after_a_restart(
     brokers: Brokers,
 ) -> None:
     broker = brokers.start(shards=1)
@@ -190,7 +190,7 @@ def test_native_leases_are_read_back_by_the_python_path_after_a_restart(
     time.sleep(0.5)  # the books are saved every 0.2 s
     shard.channel.close()
     broker.stop()
-    again = brokers.start(shards=1, data=broker.data_dir, args=["--data-plane", "python"])
+    again = brokers.start(shards=1, data=broker.data_dir)
     same = Shard.__new__(Shard)
     same.topic = shard.topic
     endpoint = brokers.client(again).route(shard.topic).queues[0].endpoint

@@ -33,7 +33,6 @@ __all__ = [
     "RecoveryReport",
     "RetentionReport",
     "SegmentDecoder",
-    "SendBatch",
     "SendFuture",
     "SendResult",
     "ShardServer",
@@ -51,11 +50,7 @@ __all__ = [
     "native_rocketmq_status_codes",
     "native_rocketmq_system_properties",
     "native_status_codes",
-    "send_batches_response",
-    "split_send_batches",
-    "stored_answer",
     "validate_group",
-    "validate_message_fields",
     "validate_topic",
 ]
 
@@ -219,25 +214,6 @@ class EncodedPull:
     def max_offset(self) -> int: ...
 
 @final
-class SendBatch:
-    """A serialized ``rmq.v1.SendRequest`` decoded by the engine, for the broker's fast
-    path (``Store.put_send_batch``); bodies stay in the request bytes."""
-
-    @staticmethod
-    def parse(
-        raw: bytes, *, max_body_bytes: int, max_batch_messages: int, max_batch_bytes: int
-    ) -> SendBatch | None:
-        """The decoded request, or ``None`` when it is not valid protobuf or the broker's
-        checks would refuse something in it (the caller then takes the checked path)."""
-    @property
-    def topic(self) -> str: ...
-    @property
-    def queue_id(self) -> int: ...
-    @property
-    def sequence(self) -> int: ...
-    def __len__(self) -> int: ...
-
-@final
 class SendResult:
     """Where the broker stored one message a producer sent (``rmq.client.SendResult``)."""
 
@@ -390,17 +366,6 @@ class ReceivedMessage:
 def decode_pull_response(raw: bytes) -> tuple[list[ReceivedMessage], int, int, int]:
     """The messages of an encoded ``rmq.v1.PullResponse``, and its ``next_offset``,
     ``min_offset`` and ``max_offset``."""
-
-def stored_answer(response: bytes) -> bytes | None:
-    """The encoded ``rmq.v1.SendStreamResponse`` for a stored batch's encoded
-    ``SendResponse`` (its sequence echoed); None when the bytes are not one."""
-
-def send_batches_response(answers: Sequence[bytes]) -> bytes:
-    """An encoded ``rmq.v1.SendBatchesResponse`` of encoded ``SendStreamResponse``s."""
-
-def split_send_batches(raw: bytes) -> list[bytes] | None:
-    """The ``SendRequest``s of an encoded ``rmq.v1.SendBatchesRequest``, still encoded;
-    None when the bytes are not one."""
 
 @disjoint_base
 class ProducerCore:
@@ -718,9 +683,6 @@ class Store:
         Python object per message (``BodyBatch``). The same messages as ``pull`` with the
         same arguments, each record's CRCs checked as ``get`` checks them, and the same
         errors."""
-    def put_send_batch(self, batch: SendBatch, *, born_host: str | None = None) -> bytes:
-        """Store a decoded Send request as ``put_batch`` would and return the serialized
-        ``rmq.v1.SendResponse``."""
     def get_at(self, commitlog_offset: int) -> Message:
         """The message whose record starts at ``commitlog_offset``."""
     def query_by_key(
@@ -856,14 +818,6 @@ def validate_group(group: str) -> None:
     """Raise ``InvalidArgumentError`` unless ``group`` is a valid consumer group name (the
     topic rules)."""
 
-def validate_message_fields(
-    tags: str | None, keys: Sequence[str], properties: Sequence[tuple[str, str]]
-) -> None:
-    """Raise ``InvalidArgumentError`` naming the first broken rule of one message's tags
-    (present means non-empty), keys (non-empty, no space) and user properties (non-empty
-    name and value, not ``TAGS``/``KEYS``/the record CRC's); none may hold the property
-    separator bytes 0x01 and 0x02."""
-
 @final
 class ColumnBuffer:
     """One column buffer of a ``DecodedBatch`` in Apache Arrow's layout, owned by the
@@ -967,6 +921,11 @@ class ShardServer:
     def version(self, topic: str, queue_id: int) -> int: ...
     def wait(self, topic: str, queue_id: int, version: int, timeout: float) -> bool:
         """Block until the queue's version changes or ``timeout`` seconds pass."""
+    def answer_send(self, raw: bytes, born_host: str | None = None) -> bytes:
+        """Store one encoded ``rmq.v1.SendRequest`` with the data plane's send function
+        (the one ``Send`` and ``SendBatches`` use) and return the encoded
+        ``SendStreamResponse``: the result, or the refusal's status. Raises
+        ``InvalidArgumentError`` when ``raw`` is not a ``SendRequest``."""
     def request_counts(self) -> list[tuple[str, int, int]]:
         """``(method, answered, declined)`` for each gRPC method the data plane may
         answer: requests it answered itself, and requests it passed to Python."""

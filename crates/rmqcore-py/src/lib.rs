@@ -18,8 +18,6 @@ mod read_records;
 mod received_message;
 mod recovery_report;
 mod retention_report;
-mod send_batch;
-mod send_batches;
 mod send_future;
 mod send_result;
 mod shard_server;
@@ -42,7 +40,6 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<store::PyEncodedPull>()?;
     module.add_class::<body_batch::PyBodyBatch>()?;
-    module.add_class::<send_batch::PySendBatch>()?;
     module.add_class::<producer_core::PyProducerCore>()?;
     module.add_class::<transport::PyTransport>()?;
     module.add_class::<transport::PyPendingCall>()?;
@@ -75,17 +72,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(functions::body_crc, module)?)?;
     module.add_function(wrap_pyfunction!(functions::validate_topic, module)?)?;
     module.add_function(wrap_pyfunction!(functions::validate_group, module)?)?;
-    module.add_function(wrap_pyfunction!(
-        functions::validate_message_fields,
-        module
-    )?)?;
-    module.add_function(wrap_pyfunction!(send_batches::split_send_batches, module)?)?;
     module.add_function(wrap_pyfunction!(errors::broker_error, module)?)?;
-    module.add_function(wrap_pyfunction!(send_batches::stored_answer, module)?)?;
-    module.add_function(wrap_pyfunction!(
-        send_batches::send_batches_response,
-        module
-    )?)?;
     module.add_function(wrap_pyfunction!(
         received_message::decode_pull_response,
         module

@@ -9,11 +9,16 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rmqnet::codec::batches;
 use rmqnet::counts::RequestCounts;
 use rmqnet::rocketmq::receive::Consumption;
+use rmqnet::shard::refused_answer;
 use rmqnet::signals::QueueSignals;
+use rmqnet::status::Refusal;
 use rmqnet::{Limits, Settings, Shard, ShardServer};
 
+use crate::errors::to_py_err;
 use crate::lease_book::PyLeaseBook;
 use crate::store::PyStore;
 
@@ -150,6 +155,30 @@ impl PyShardServer {
         py.detach(|| signals.wait_blocking(topic, queue_id, version, timeout))
     }
 
+    /// One `SendRequest` of the Python server's `SendStream`, stored by the shard's one
+    /// send function (`Shard::store_request`, as `Send` and `SendBatches` here): the
+    /// encoded `SendStreamResponse`, stored or refused with its status. Raises
+    /// `InvalidArgumentError` for bytes that are not a `SendRequest` (the stream ends).
+    #[pyo3(signature = (raw, born_host = None))]
+    fn answer_send<'py>(
+        &self,
+        py: Python<'py>,
+        raw: &[u8],
+        born_host: Option<&str>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let peer = born_host.and_then(|host| host.parse::<SocketAddr>().ok());
+        let shard = Arc::clone(&self.shard);
+        let answer = py.detach(|| match shard.store_request(raw, peer) {
+            Ok(response) => Ok(batches::stored_answer(&response).unwrap_or_default()),
+            Err(Refusal::Malformed(text)) => Err(text),
+            Err(refusal) => Ok(refused_answer(raw, &refusal)),
+        });
+        match answer {
+            Ok(answer) => Ok(PyBytes::new(py, &answer)),
+            Err(text) => Err(to_py_err(py, rmqcore::Error::invalid("request", text))),
+        }
+    }
+
     /// `(method, answered, declined)` for each method the data plane may answer: how many
     /// requests it answered itself and how many it passed to the Python server.
     fn request_counts(&self) -> Vec<(&'static str, u64, u64)> {
@@ -170,7 +199,7 @@ impl PyShardServer {
 }
 
 /// The data plane's table of status codes, by the `rmq.errors` class of each engine
-/// error (tests compare it with the Python broker's `rmq.broker.status` table).
+/// error and shard refusal (tests compare it with the Python broker's `rmq.broker.status` table).
 #[pyfunction]
 pub fn native_status_codes() -> HashMap<&'static str, i32> {
     rmqnet::status::CODES_BY_CLASS.iter().copied().collect()

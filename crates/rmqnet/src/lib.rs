@@ -9,9 +9,11 @@ pub mod counts;
 pub mod grpc;
 pub mod proxy;
 pub mod rocketmq;
+pub mod send_check;
 pub mod server;
 pub mod server_tls;
 pub mod shard;
+pub mod shard_pull;
 pub mod signals;
 pub mod status;
 

@@ -25,7 +25,8 @@ use crate::proxy::Forward;
 use crate::rocketmq::ack::Acker;
 use crate::rocketmq::receive::{Consumption, Receiver};
 use crate::rocketmq::send::MessageSender;
-use crate::shard::{Outcome, Shard};
+use crate::shard::{refused, Outcome, Shard};
+use crate::status::Refusal;
 
 const SEND: &str = "/rmq.v1.Shard/Send";
 const SEND_BATCHES: &str = "/rmq.v1.Shard/SendBatches";
@@ -33,6 +34,8 @@ const PULL: &str = "/rmq.v1.Shard/Pull";
 const ROCKETMQ_SEND: &str = "/apache.rocketmq.v2.MessagingService/SendMessage";
 const ROCKETMQ_RECEIVE: &str = "/apache.rocketmq.v2.MessagingService/ReceiveMessage";
 const ROCKETMQ_ACK: &str = "/apache.rocketmq.v2.MessagingService/AckMessage";
+/// The Python server's words for a call without the token (`rmq.broker.auth`).
+const MISSING_TOKEN: &str = "missing or wrong token: send metadata 'authorization: Bearer <token>'";
 const ROCKETMQ_CHANGE_INVISIBLE: &str =
     "/apache.rocketmq.v2.MessagingService/ChangeInvisibleDuration";
 
@@ -41,9 +44,10 @@ pub struct Settings {
     pub bind: SocketAddr,
     /// The Python gRPC server of the same process.
     pub internal: SocketAddr,
-    /// The broker's token: calls without it go to the Python server, which refuses them.
+    /// The broker's token: rmq.v1 calls without it are refused here, others go to the
+    /// Python server, which refuses them.
     pub token: Option<String>,
-    /// Larger request bodies go to the Python server, which refuses them.
+    /// Larger request bodies are refused (RESOURCE_EXHAUSTED), as gRPC refuses them.
     pub max_request_bytes: usize,
     /// Whether the process serves RocketMQ 5 clients (`apache.rocketmq.v2`): without, their
     /// calls go to the Python server, which does not know the service either.
@@ -183,16 +187,23 @@ where
 
 async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
     let path = request.uri().path();
-    let served = match path {
-        SEND | SEND_BATCHES | PULL => true,
-        ROCKETMQ_SEND => context.rocketmq_enabled,
-        ROCKETMQ_RECEIVE | ROCKETMQ_ACK | ROCKETMQ_CHANGE_INVISIBLE => {
-            context.rocketmq_enabled && context.consume.is_some()
-        }
-        _ => false,
-    };
-    let native = served && authorized(context, &request);
-    if !native {
+    // rmq.v1's sends and pulls are always answered here; RocketMQ v2's calls when the
+    // process serves them (its consume side may leave a request to the Python server).
+    let always = matches!(path, SEND | SEND_BATCHES | PULL);
+    let served = always
+        || match path {
+            ROCKETMQ_SEND => context.rocketmq_enabled,
+            ROCKETMQ_RECEIVE | ROCKETMQ_ACK | ROCKETMQ_CHANGE_INVISIBLE => {
+                context.rocketmq_enabled && context.consume.is_some()
+            }
+            _ => false,
+        };
+    let authorized = authorized(context, &request);
+    if always && !authorized {
+        context.counts.count(path, true);
+        return refused(&Refusal::Unauthenticated(MISSING_TOKEN.to_owned()));
+    }
+    if !served || !authorized {
         let request = request.map(|body| body.boxed_unsync());
         return context.forward.send(request, peer).await;
     }
@@ -204,6 +215,7 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
         Ok(collected) => collected,
         Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
             let limit = context.max_request_bytes;
+            context.counts.count(parts.uri.path(), true);
             return grpc::status(
                 grpc::RESOURCE_EXHAUSTED,
                 &format!("received message larger than max (more than {limit} bytes)"),
@@ -212,29 +224,31 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
         Err(_) => return grpc::status(grpc::UNAVAILABLE, "the request body did not arrive whole"),
     };
     let raw = collected.to_bytes();
+    let path = parts.uri.path();
     let outcome = match grpc::unframe(&raw) {
+        None if always => Outcome::Answer(refused(&Refusal::Malformed(
+            "the request is not one uncompressed gRPC message".to_owned(),
+        ))),
         None => Outcome::Decline,
         Some(message) => {
             let start = message.as_ptr() as usize - raw.as_ptr() as usize;
             let message = raw.slice(start..);
-            match parts.uri.path() {
-                SEND => context.shard.send(message, peer).await,
-                SEND_BATCHES => context.shard.send_batches(message, peer).await,
-                ROCKETMQ_SEND => context.rocketmq.send(message, peer).await,
-                ROCKETMQ_RECEIVE | ROCKETMQ_ACK | ROCKETMQ_CHANGE_INVISIBLE => {
-                    consume(context, parts.uri.path(), &message, &parts.headers).await
-                }
-                _ => {
+            match path {
+                SEND => Outcome::Answer(context.shard.send(message, peer).await),
+                SEND_BATCHES => Outcome::Answer(context.shard.send_batches(message, peer).await),
+                PULL => Outcome::Answer(
                     context
                         .shard
                         .pull(&message, grpc::timeout(&parts.headers))
-                        .await
-                }
+                        .await,
+                ),
+                ROCKETMQ_SEND => context.rocketmq.send(message, peer).await,
+                _ => consume(context, path, &message, &parts.headers).await,
             }
         }
     };
     let answered = matches!(outcome, Outcome::Answer(_));
-    context.counts.count(parts.uri.path(), answered);
+    context.counts.count(path, answered);
     match outcome {
         Outcome::Answer(response) => response,
         Outcome::Decline => {

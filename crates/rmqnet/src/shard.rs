@@ -1,25 +1,23 @@
-//! The hot-path methods of `rmq.v1.Shard` answered straight from the engine: `Send`,
-//! `SendBatches` and `Pull`. Each either answers or *declines*; a declined request goes
-//! to the Python server unchanged (see `proxy.rs`), which answers it with the broker's
-//! checks and precise errors. Nothing is stored before a request is accepted whole, so a
-//! declined request is never stored twice.
+//! The hot-path methods of `rmq.v1.Shard` answered straight from the engine: `Send` and
+//! `SendBatches` here, `Pull` in `shard_pull.rs`. Every request is answered: stored, or
+//! refused with the broker's precise status (`status.rs`, the one table) before anything
+//! of it is stored. `store_request` is the shard's one send function: every transport
+//! (these calls, and the Python server's `SendStream` through the binding) stores with it.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Response;
-use prost::Message as _;
 use rmqcore::Store;
 
-use crate::codec::pull::{response_tail, PullEncoder};
+use crate::codec::batches;
 use crate::codec::send::{decode_request, encode_send_response, DecodedRequest};
-use crate::codec::{batches, send::MessageSpans};
 use crate::grpc::{self, Body};
+use crate::send_check::check_batch;
 use crate::signals::QueueSignals;
-use crate::status::code_for;
+use crate::status::Refusal;
 
 /// The bounds the Python broker enforces (`rmq.broker.validation.Limits`).
 #[derive(Debug, Clone)]
@@ -34,6 +32,8 @@ pub struct Limits {
     pub max_wait_ms: u64,
 }
 
+/// What a handler that may leave a request to the Python server does with it (the
+/// RocketMQ v2 consume side); rmq.v1's sends and pulls are always answered.
 pub enum Outcome {
     Answer(Response<Body>),
     Decline,
@@ -68,12 +68,36 @@ impl Shard {
         layouts.remove(topic);
     }
 
-    /// The store of a queue this process serves; None sends the request to the Python
-    /// path, which explains what is wrong (unknown topic, queue out of range, elsewhere).
-    fn store_for(&self, topic: &str, queue_id: i32) -> Option<Arc<Store>> {
+    /// The store of a queue this process serves, or why a request for it is refused, in
+    /// the broker's words: a malformed or unknown topic, a queue id out of range, a queue
+    /// another shard process serves.
+    pub fn locate(&self, topic: &str, queue_id: i32) -> Result<(i32, Arc<Store>), Refusal> {
+        rmqcore::topic::validate_topic(topic)?;
         let layouts = self.layouts.read().unwrap_or_else(|p| p.into_inner());
-        let shard = *layouts.get(topic)?.get(usize::try_from(queue_id).ok()?)?;
-        self.stores.get(&shard).cloned()
+        let Some(layout) = layouts.get(topic) else {
+            return Err(Refusal::TopicNotFound(format!(
+                "topic '{topic}' does not exist"
+            )));
+        };
+        if queue_id < 0 {
+            return Err(Refusal::InvalidArgument(format!(
+                "queue_id {queue_id} is negative"
+            )));
+        }
+        let count = layout.len();
+        let Some(&shard) = layout.get(queue_id as usize) else {
+            return Err(Refusal::QueueOutOfRange(format!(
+                "queue {queue_id} does not exist; topic '{topic}' has {count} queues (0 to {})",
+                count as i64 - 1
+            )));
+        };
+        match self.stores.get(&shard) {
+            Some(store) => Ok((shard, Arc::clone(store))),
+            None => Err(Refusal::QueueNotHosted(format!(
+                "queue {queue_id} of topic '{topic}' lives on shard {shard}, which this \
+                 process does not serve; refresh the route"
+            ))),
+        }
     }
 
     /// The queues of `topic` whose store this process holds, ascending, with their stores
@@ -101,204 +125,115 @@ impl Shard {
             .map(|(&shard, _)| shard)
     }
 
-    /// The store of a queue this process serves, with its shard directory.
-    pub(crate) fn placement(&self, topic: &str, queue_id: i32) -> Option<(i32, Arc<Store>)> {
-        let layouts = self.layouts.read().unwrap_or_else(|p| p.into_inner());
-        let shard = *layouts.get(topic)?.get(usize::try_from(queue_id).ok()?)?;
-        Some((shard, Arc::clone(self.stores.get(&shard)?)))
-    }
-
     pub(crate) fn limits(&self) -> &Limits {
         &self.limits
     }
 
-    /// A decoded request the fast path takes as it is, with its store.
-    fn accept(&self, raw: &[u8]) -> Option<(DecodedRequest, Arc<Store>)> {
-        let decoded = decode_request(raw)?;
+    /// A Send request decoded and checked, with the store of its queue; or why it is
+    /// refused. Nothing is stored before a request is accepted whole.
+    fn accept(&self, raw: &[u8]) -> Result<(DecodedRequest, Arc<Store>), Refusal> {
+        let decoded = decode_request(raw)
+            .map_err(|reason| Refusal::Malformed(format!("malformed SendRequest: {reason}")))?;
         let (topic, queue_id, _, messages) = &decoded;
-        let body_bytes: usize = messages.iter().map(|m| m.body.1 - m.body.0).sum();
-        let largest = messages
-            .iter()
-            .map(|m| m.body.1 - m.body.0)
-            .max()
-            .unwrap_or(0);
-        let limits = &self.limits;
-        let acceptable = !messages.is_empty()
-            && messages.len() <= limits.max_batch_messages
-            && body_bytes <= limits.max_batch_bytes
-            && largest <= limits.max_body_bytes;
-        let store = acceptable.then(|| self.store_for(topic, *queue_id))??;
-        Some((decoded, store))
+        let (_, store) = self.locate(topic, *queue_id)?;
+        check_batch(messages, &self.limits)?;
+        Ok((decoded, store))
     }
 
-    pub async fn send(&self, raw: Bytes, peer: SocketAddr) -> Outcome {
-        let Some((decoded, store)) = self.accept(&raw) else {
-            return Outcome::Decline;
+    /// One `SendRequest` decoded, checked and stored, on the calling thread (it may wait
+    /// for a flush): the encoded `SendResponse`, or why not. The one send function of the
+    /// shard: `Send` and `SendBatches` call it through `send`/`send_batches`, and the
+    /// Python server's `SendStream` through the binding.
+    pub fn store_request(&self, raw: &[u8], peer: Option<SocketAddr>) -> Result<Vec<u8>, Refusal> {
+        let (decoded, store) = self.accept(raw)?;
+        let response = store_decoded(&store, raw, &decoded, peer)?;
+        self.signals.notify(&decoded.0, decoded.1);
+        Ok(response)
+    }
+
+    pub async fn send(&self, raw: Bytes, peer: SocketAddr) -> Response<Body> {
+        let (decoded, store) = match self.accept(&raw) {
+            Ok(accepted) => accepted,
+            Err(refusal) => return refused(&refusal),
         };
-        let (topic, queue_id, sequence) = (decoded.0.clone(), decoded.1, decoded.2);
         let stored = tokio::task::spawn_blocking(move || {
-            let drafts: Vec<_> = decoded
-                .3
-                .iter()
-                .map(|m| m.draft(&raw, Some(peer)))
-                .collect();
-            store.put_batch(&decoded.0, decoded.1, &drafts)
+            let response = store_decoded(&store, &raw, &decoded, Some(peer));
+            (decoded.0, decoded.1, response)
         })
         .await;
         match stored {
-            Ok(Ok(results)) => {
+            Ok((topic, queue_id, Ok(response))) => {
                 self.signals.notify(&topic, queue_id);
-                Outcome::Answer(grpc::ok(&encode_send_response(&results, sequence)))
+                grpc::ok(&response)
             }
-            Ok(Err(error)) => Outcome::Answer(grpc::status(code_for(&error), &error.to_string())),
-            Err(panic) => Outcome::Answer(grpc::status(grpc::INTERNAL, &panic.to_string())),
+            Ok((_, _, Err(refusal))) => refused(&refusal),
+            Err(panic) => grpc::status(grpc::INTERNAL, &panic.to_string()),
         }
     }
 
-    pub async fn send_batches(&self, raw: Bytes, peer: SocketAddr) -> Outcome {
+    /// Each batch of a `SendBatchesRequest` answered on its own: stored, or refused with
+    /// its status (the others are stored all the same).
+    pub async fn send_batches(&self, raw: Bytes, peer: SocketAddr) -> Response<Body> {
         let Some(parts) = batches::split(&raw) else {
-            return Outcome::Decline;
+            let malformed = "malformed SendBatchesRequest".to_owned();
+            return refused(&Refusal::Malformed(malformed));
         };
-        let mut accepted = Vec::with_capacity(parts.len());
-        for part in parts {
-            let Some((decoded, store)) = self.accept(part) else {
-                return Outcome::Decline;
-            };
-            let start = part.as_ptr() as usize - raw.as_ptr() as usize;
-            accepted.push((raw.slice(start..start + part.len()), decoded, store));
-        }
+        let checked: Vec<_> = parts
+            .into_iter()
+            .map(|part| {
+                let start = part.as_ptr() as usize - raw.as_ptr() as usize;
+                let part = raw.slice(start..start + part.len());
+                let accepted = self.accept(&part);
+                (part, accepted)
+            })
+            .collect();
         let stored = tokio::task::spawn_blocking(move || {
-            accepted
+            checked
                 .into_iter()
-                .map(|(part, (topic, queue_id, sequence, messages), store)| {
-                    (
-                        topic.clone(),
-                        queue_id,
-                        store_part(&store, &part, &topic, queue_id, sequence, &messages, peer),
-                    )
+                .map(|(part, accepted)| {
+                    let (decoded, store) = match accepted {
+                        Ok(accepted) => accepted,
+                        Err(refusal) => return (None, refused_answer(&part, &refusal)),
+                    };
+                    let answer = match store_decoded(&store, &part, &decoded, Some(peer)) {
+                        Ok(response) => batches::stored_answer(&response).unwrap_or_default(),
+                        Err(refusal) => refused_answer(&part, &refusal),
+                    };
+                    (Some((decoded.0, decoded.1)), answer)
                 })
                 .collect::<Vec<_>>()
         })
         .await;
         let Ok(stored) = stored else {
-            return Outcome::Answer(grpc::status(grpc::INTERNAL, "a send failed unexpectedly"));
+            return grpc::status(grpc::INTERNAL, "a send failed unexpectedly");
         };
-        for (topic, queue_id, _) in &stored {
+        for (topic, queue_id) in stored.iter().filter_map(|(queue, _)| queue.as_ref()) {
             self.signals.notify(topic, *queue_id);
         }
-        let response = batches::response(stored.iter().map(|(_, _, answer)| answer.as_slice()));
-        Outcome::Answer(grpc::ok(&response))
-    }
-
-    pub async fn pull(&self, raw: &[u8], time_left: Option<Duration>) -> Outcome {
-        let Ok(request) = rmqproto::v1::PullRequest::decode(raw) else {
-            return Outcome::Decline;
-        };
-        let limits = &self.limits;
-        let bounded = |value: i64, default: usize, max: usize| match value {
-            0 => Some(default),
-            v if v < 0 => None,
-            v => Some((v as u64).min(max as u64) as usize),
-        };
-        let (Some(max_messages), Some(max_bytes), Some(wait_ms)) = (
-            bounded(
-                i64::from(request.max_messages),
-                limits.default_pull_messages,
-                limits.max_pull_messages,
-            ),
-            bounded(
-                request.max_bytes,
-                limits.default_pull_bytes,
-                limits.max_pull_bytes,
-            ),
-            bounded(i64::from(request.wait_ms), 0, limits.max_wait_ms as usize),
-        ) else {
-            return Outcome::Decline;
-        };
-        if request.offset < 0 {
-            return Outcome::Decline;
-        }
-        let Some(store) = self.store_for(&request.topic, request.queue_id) else {
-            return Outcome::Decline;
-        };
-        let mut wait = Duration::from_millis(wait_ms as u64);
-        if let Some(left) = time_left {
-            wait = wait.min(left.saturating_sub(Duration::from_millis(200)));
-        }
-        let deadline = Instant::now() + wait;
-        let filter = rmqcore::tag_filter::TagFilter::new(request.tags.clone());
-        let (topic, queue_id) = (request.topic.clone(), request.queue_id);
-        let mut offset = request.offset;
-        loop {
-            let version = self.signals.version(&topic, queue_id);
-            let Ok(max_offset) = store.max_offset(&topic, queue_id) else {
-                return Outcome::Decline;
-            };
-            if offset > max_offset {
-                return Outcome::Decline; // the Python path says which offsets exist
-            }
-            if offset < max_offset {
-                let (reader, topic_owned, filter) =
-                    (Arc::clone(&store), topic.clone(), filter.clone());
-                let pulled = tokio::task::spawn_blocking(move || {
-                    let mut encoder = PullEncoder::default();
-                    let pulled = reader.pull_each(
-                        &topic_owned,
-                        queue_id,
-                        offset,
-                        max_messages,
-                        filter.as_ref(),
-                        Some(max_bytes),
-                        |view| encoder.push(view),
-                    )?;
-                    Ok::<_, rmqcore::Error>((pulled, encoder.finish()))
-                })
-                .await;
-                let Ok(Ok((pulled, mut encoded))) = pulled else {
-                    return Outcome::Decline; // corrupt records and the like: the Python path
-                };
-                if pulled.count > 0 || Instant::now() >= deadline {
-                    encoded.extend(response_tail(
-                        pulled.next_offset,
-                        pulled.min_offset,
-                        pulled.max_offset,
-                    ));
-                    return Outcome::Answer(grpc::ok(&encoded));
-                }
-                offset = pulled.next_offset; // only entries the tag filter passed over
-                continue;
-            }
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero()
-                || !self
-                    .signals
-                    .wait(&topic, queue_id, version, remaining)
-                    .await
-            {
-                let Ok(min_offset) = store.min_offset(&topic, queue_id) else {
-                    return Outcome::Decline;
-                };
-                return Outcome::Answer(grpc::ok(&response_tail(offset, min_offset, max_offset)));
-            }
-        }
+        let response = batches::response(stored.iter().map(|(_, answer)| answer.as_slice()));
+        grpc::ok(&response)
     }
 }
 
-/// One batch of a `SendBatches` stored; its encoded answer.
-fn store_part(
+/// A decoded request stored; its encoded `SendResponse`.
+fn store_decoded(
     store: &Store,
     raw: &[u8],
-    topic: &str,
-    queue_id: i32,
-    sequence: u64,
-    messages: &[MessageSpans],
-    peer: SocketAddr,
-) -> Vec<u8> {
-    let drafts: Vec<_> = messages.iter().map(|m| m.draft(raw, Some(peer))).collect();
-    match store.put_batch(topic, queue_id, &drafts) {
-        Ok(results) => {
-            batches::stored_answer(&encode_send_response(&results, sequence)).unwrap_or_default()
-        }
-        Err(error) => batches::refused_answer(sequence, code_for(&error), &error.to_string()),
-    }
+    (topic, queue_id, sequence, messages): &DecodedRequest,
+    peer: Option<SocketAddr>,
+) -> Result<Vec<u8>, Refusal> {
+    let drafts: Vec<_> = messages.iter().map(|m| m.draft(raw, peer)).collect();
+    let results = store.put_batch(topic, *queue_id, &drafts)?;
+    Ok(encode_send_response(&results, *sequence))
+}
+
+/// The answer of a refused batch, with the sequence of its request when it has one.
+pub fn refused_answer(raw: &[u8], refusal: &Refusal) -> Vec<u8> {
+    let sequence = decode_request(raw).map_or(0, |(_, _, sequence, _)| sequence);
+    batches::refused_answer(sequence, refusal.code(), &refusal.message())
+}
+
+/// A refusal as the call's gRPC status.
+pub fn refused(refusal: &Refusal) -> Response<Body> {
+    grpc::status(refusal.code(), &refusal.message())
 }

@@ -15,7 +15,6 @@ from typing import TypeVar
 import grpc
 from google.protobuf.message import DecodeError, Message
 
-from rmq._rmqcore import send_batches_response, split_send_batches, stored_answer
 from rmq.broker.route_handler import RouteHandler
 from rmq.broker.shard_handler import ShardHandler
 from rmq.broker.status import status_for
@@ -82,49 +81,9 @@ def born_host(context: grpc.ServicerContext) -> str | None:
     return None
 
 
-def _send_one(handler: ShardHandler, raw: bytes, host: str | None) -> bytes:
-    """The engine's fast path, or the checked Python path when it declines the request."""
-    fast = handler.send_raw(raw, host)
-    if fast is not None:
-        return fast
-    return handler.send(parse(pb.SendRequest, raw), host).SerializeToString()
-
-
-def _answer(handler: ShardHandler, raw: bytes, host: str | None) -> bytes:
-    """One batch's answer (an encoded SendStreamResponse) in SendStream and SendBatches:
-    where it was stored, or the status saying why not. The engine's fast path first,
-    answered without protobuf objects; the request is parsed in Python only when the fast
-    path declines it or fails (an error answer needs its sequence). Raises
-    ``DecodeError`` when ``raw`` is not a SendRequest."""
-    failure: Exception | None = None
-    try:
-        encoded = handler.send_raw(raw, host)
-    except Exception as error:  # answered, and the caller goes on
-        encoded, failure = None, error
-    if encoded is not None:
-        answer = stored_answer(encoded)
-        if answer is not None:
-            return answer
-    request = parse(pb.SendRequest, raw)
-    try:
-        if failure is not None:
-            raise failure
-        result = handler.send(request, host)
-        stored = pb.SendStreamResponse(sequence=request.sequence, result=result)
-        return stored.SerializeToString()
-    except Exception as error:  # answered, and the caller goes on
-        code, message = status_for(error)
-        refused = pb.Error(code=code.value[0], message=message)
-        return pb.SendStreamResponse(sequence=request.sequence, error=refused).SerializeToString()
-
-
 def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]:
-    def send(raw: bytes, context: grpc.ServicerContext) -> bytes:
-        try:
-            return _send_one(handler, raw, born_host(context))
-        except Exception as error:  # every failure becomes a status; see status.py
-            _abort_for(context, error)
-            raise  # unreachable: abort raises
+    """The Shard service behind the native data plane, which answers Send, SendBatches
+    and Pull itself (rmqnet); SendStream stores through the same engine function."""
 
     def send_stream(
         raw_requests: Iterator[bytes], context: grpc.ServicerContext
@@ -132,31 +91,14 @@ def shard_service(handler: ShardHandler) -> grpc.GenericRpcHandler[bytes, bytes]
         host = born_host(context)
         for raw in raw_requests:
             try:
-                answer = _answer(handler, raw, host)
-            except DecodeError as error:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+                answer = handler.answer_send(raw, host)
+            except Exception as error:  # malformed bytes end the stream; see status.py
+                _abort_for(context, error)
+                raise  # unreachable: abort raises
             yield answer
 
-    def send_batches(raw: bytes, context: grpc.ServicerContext) -> bytes:
-        parts = split_send_batches(raw)
-        if parts is None:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed SendBatchesRequest")
-        host = born_host(context)
-        answers = []
-        for part in parts:
-            try:
-                answers.append(_answer(handler, part, host))
-            except DecodeError as error:  # this batch only; the others are stored
-                code = grpc.StatusCode.INVALID_ARGUMENT.value[0]
-                refused = pb.SendStreamResponse(error=pb.Error(code=code, message=str(error)))
-                answers.append(refused.SerializeToString())
-        return send_batches_response(answers)
-
     methods = {
-        "Send": grpc.unary_unary_rpc_method_handler(send),
         "SendStream": grpc.stream_stream_rpc_method_handler(send_stream),
-        "SendBatches": grpc.unary_unary_rpc_method_handler(send_batches),
-        "Pull": unary(pb.PullRequest, lambda r, c: handler.pull(r, c.time_remaining())),
         "QueueOffsets": unary(pb.QueueOffsetsRequest, lambda r, c: handler.queue_offsets(r)),
         "CommitOffsets": unary(pb.CommitOffsetsRequest, lambda r, c: handler.commit_offsets(r)),
         "FetchOffsets": unary(pb.FetchOffsetsRequest, lambda r, c: handler.fetch_offsets(r)),

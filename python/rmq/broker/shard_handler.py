@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import rmq
 from rmq import errors
-from rmq._rmqcore import SendBatch
 from rmq.broker import convert
 from rmq.broker.longpoll import QueueSignals
 from rmq.broker.validation import (
@@ -162,96 +160,15 @@ class ShardHandler:
 
     # ---- data plane ----
 
-    def send_raw(self, raw: bytes, born_host: str | None = None) -> bytes | None:
-        """The fast path of Send: the engine decodes the request, stores it and encodes
-        the response. ``None`` when the request needs the checks and errors of ``send``
-        (anything the broker refuses, or bytes that are not a valid request)."""
-        limits = self._limits
-        batch = SendBatch.parse(
-            raw,
-            max_body_bytes=limits.max_body_bytes,
-            max_batch_messages=limits.max_batch_messages,
-            max_batch_bytes=limits.max_batch_bytes,
-        )
-        if batch is None:
-            return None
-        store = self._store_for(batch.topic, batch.queue_id)
-        response = store.put_send_batch(batch, born_host=born_host)
-        self._signals.notify((batch.topic, batch.queue_id))
-        return response
-
-    def send(self, request: pb.SendRequest, born_host: str | None = None) -> pb.SendResponse:
-        store = self._store_for(request.topic, request.queue_id)
-        messages = convert.engine_messages(request.messages, self._limits)
-        results = store.put_batch(request.topic, request.queue_id, messages, born_host=born_host)
-        self._signals.notify((request.topic, request.queue_id))
-        return convert.send_response(results, request.sequence)
-
-    def pull(
-        self, request: pb.PullRequest, time_left: float | None = None
-    ) -> pb.PullResponse | bytes:
-        """Messages of one queue, long-polling up to ``wait_ms``; a response with messages
-        comes serialized by the engine (``convert.encoded_pull_response``)."""
-        limits = self._limits
-        topic, queue_id = request.topic, request.queue_id
-        store = self._store_for(topic, queue_id)
-        check_offset(request.offset)
-        max_messages = bounded(
-            request.max_messages,
-            limits.default_pull_messages,
-            limits.max_pull_messages,
-            "max_messages",
-        )
-        max_bytes = bounded(
-            request.max_bytes, limits.default_pull_bytes, limits.max_pull_bytes, "max_bytes"
-        )
-        wait_ms = bounded(request.wait_ms, 0, limits.max_wait_ms, "wait_ms")
-        if time_left is not None:
-            wait_ms = max(0, min(wait_ms, int((time_left - 0.2) * 1000)))
-        tags = list(request.tags) or None
-        deadline = time.monotonic() + wait_ms / 1000
-        key = (topic, queue_id)
-        offset = request.offset
-        while True:
-            version = self._signals.version(key)
-            max_offset = store.max_offset(topic, queue_id)
-            if offset > max_offset:
-                min_offset = store.min_offset(topic, queue_id)
-                raise errors.OffsetOutOfRangeError(
-                    f"offset {offset} of queue {queue_id} of topic {topic!r} is past the "
-                    f"end; the queue holds offsets {min_offset} to {max_offset}",
-                    offset,
-                    min_offset,
-                    max_offset,
-                )
-            if offset < max_offset:
-                try:
-                    result = store.pull_encoded(
-                        topic, queue_id, offset, max_messages, tags=tags, max_bytes=max_bytes
-                    )
-                except errors.CorruptRecordError as error:
-                    if offset != request.offset:
-                        # Filtered entries came first: answer up to the damaged record,
-                        # so that the next pull starts at it and gets this error.
-                        return pb.PullResponse(
-                            next_offset=offset,
-                            min_offset=store.min_offset(topic, queue_id),
-                            max_offset=max_offset,
-                        )
-                    log.error("pull of %s/%d: %s", topic, queue_id, error)
-                    raise
-                # Only tag-filtered entries examined: look further while time is left.
-                if result.count or time.monotonic() >= deadline:
-                    return convert.encoded_pull_response(result)
-                offset = result.next_offset
-                continue
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self._signals.wait(key, version, remaining):
-                return pb.PullResponse(
-                    next_offset=offset,
-                    min_offset=store.min_offset(topic, queue_id),
-                    max_offset=max_offset,
-                )
+    def answer_send(self, raw: bytes, born_host: str | None = None) -> bytes:
+        """One encoded ``SendRequest`` of a SendStream, stored by the native data plane's
+        send function (the one every Send and SendBatches goes through): the encoded
+        ``SendStreamResponse``, stored or refused with its status. Raises
+        ``InvalidArgumentError`` when ``raw`` is not a ``SendRequest``."""
+        if self._native is None:
+            raise UnimplementedError("this shard process has no native data plane")
+        answer: bytes = self._native.answer_send(raw, born_host)
+        return answer
 
     def queue_offsets(self, request: pb.QueueOffsetsRequest) -> pb.QueueOffsetsResponse:
         store = self._store_for(request.topic, request.queue_id)

@@ -1,18 +1,19 @@
-"""Checks on everything a request carries, before any of it reaches a store.
+"""The broker's limits, and the checks of what the Python server's requests carry (admin,
+offsets, lookups) before any of it reaches a store.
 
 Each check raises an ``rmq.errors`` class whose message names the field and says what
-was wrong; :mod:`rmq.broker.status` turns it into the status code. The engine checks
-again, but the broker's own checks give the client the broker's limits in its words.
+was wrong; :mod:`rmq.broker.status` turns it into the status code. Sends and pulls are
+checked by the native data plane with the engine's rules (rmqnet ``send_check.rs``,
+``shard_pull.rs``), in the same words.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from rmq._rmqcore import validate_group, validate_message_fields, validate_topic
+from rmq._rmqcore import validate_group, validate_topic
 from rmq.errors import InvalidArgumentError
 
 
@@ -34,7 +35,8 @@ class Limits:
     @property
     def max_request_bytes(self) -> int:
         """gRPC's receive limit: a little above the largest valid batch, so that a batch
-        slightly over the limit gets this module's message rather than gRPC's."""
+        slightly over the limit gets the broker's message (the data plane's limit check)
+        rather than gRPC's."""
         return self.max_batch_bytes + 1024 * 1024
 
 
@@ -77,45 +79,6 @@ def bounded(value: int, default: int, maximum: int, what: str) -> int:
     if value == 0:
         return default
     return min(value, maximum)
-
-
-def check_message(
-    index: int,
-    body: bytes,
-    tags: str | None,
-    keys: Iterable[str],
-    properties: Mapping[str, str],
-    limits: Limits,
-) -> None:
-    """Check one message of a batch; ``index`` is its position, for the message. The
-    rules for tags, keys and properties are the engine's (one copy, shared with the
-    native data plane); the body limit is this broker's."""
-    where = f"message {index}"
-    if len(body) > limits.max_body_bytes:
-        raise InvalidArgumentError(
-            f"{where}: body is {len(body)} bytes, more than the limit of {limits.max_body_bytes}",
-            "body",
-        )
-    try:
-        validate_message_fields(tags, list(keys), list(properties.items()))
-    except InvalidArgumentError as error:
-        raise InvalidArgumentError(f"{where}: {error}", error.argument) from None
-
-
-def check_batch_size(count: int, total_bytes: int, limits: Limits) -> None:
-    if count == 0:
-        raise InvalidArgumentError("the batch has no messages", "messages")
-    if count > limits.max_batch_messages:
-        raise InvalidArgumentError(
-            f"the batch has {count} messages, more than the limit of {limits.max_batch_messages}",
-            "messages",
-        )
-    if total_bytes > limits.max_batch_bytes:
-        raise InvalidArgumentError(
-            f"the batch bodies add up to {total_bytes} bytes, more than the limit of "
-            f"{limits.max_batch_bytes}",
-            "messages",
-        )
 
 
 _MSG_ID_LENGTHS = {32: 4, 56: 16}

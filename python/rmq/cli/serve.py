@@ -137,14 +137,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "gathers every shard process's metrics on each scrape; see `rmq status`",
     )
     parser.add_argument(
-        "--data-plane",
-        choices=["native", "python"],
-        default="native",
-        help="who answers sends and pulls in the shard processes: the engine's own gRPC "
-        "server, in front of the Python one that serves the rest (native, the default), "
-        "or the Python server alone (python)",
-    )
-    parser.add_argument(
         "--rocketmq-port",
         type=_non_negative(int),
         metavar="N",
@@ -337,7 +329,6 @@ def run(args: argparse.Namespace) -> int:
         metrics_port=metrics_port,
         metrics_host=args.metrics_host,
         rocketmq_port=rocketmq_port,
-        data_plane=args.data_plane,
         rocketmq_policy={
             "max_delivery_attempts": args.rocketmq_max_delivery_attempts,
             "fifo_groups": sorted(set(args.rocketmq_fifo_group)),

@@ -35,8 +35,5 @@ class ServeConfig:
     metrics_host: str = LOOPBACK
     # The RocketMQ v2 access point (rmq.rocketmq): None serves none, 0 any free port.
     rocketmq_port: int | None = None
-    # Who answers sends and pulls in the shard processes: "native" (the engine's own
-    # server in front of the Python one) or "python".
-    data_plane: str = "native"
     # ConsumerPolicy fields for RocketMQ v2 consumer groups.
     rocketmq_policy: dict[str, Any] = field(default_factory=dict)

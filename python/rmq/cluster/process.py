@@ -41,7 +41,6 @@ class ShardSettings:
     max_workers: int = 64
     log_level: str = "INFO"
     metrics: bool = True
-    data_plane: str = "native"
     # The supervisor's Route service, for the RocketMQ v2 service of the shard process.
     supervisor: str | None = None
     tls_server_name: str | None = None
@@ -91,7 +90,6 @@ class ShardProcess:
             "--limits", json.dumps(s.limits),
             "--max-workers", str(s.max_workers),
             "--log-level", s.log_level,
-            "--data-plane", s.data_plane,
         ]  # fmt: skip
         if s.flush:
             command += ["--flush", s.flush]

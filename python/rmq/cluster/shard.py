@@ -195,13 +195,6 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--no-metrics", action="store_true", help="serve no metrics")
     parser.add_argument(
-        "--data-plane",
-        choices=["native", "python"],
-        default="native",
-        help="who answers Send, SendBatches and Pull: the engine's own server in front of "
-        "the Python one (native), or the Python server alone (python)",
-    )
-    parser.add_argument(
         "--supervisor", help="the supervisor's Route service (for the RocketMQ v2 service)"
     )
     parser.add_argument("--tls-server-name", help="name in the supervisor's certificate")
@@ -259,24 +252,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.close()
         return EXIT_STORE_FAILED
 
-    native_plane = args.data_plane == "native"
     leases = _lease_books(args, stores)
     try:
         server, port, health = build_server(
             [shard_service(handler)],
             # Behind the native data plane, the Python server listens on loopback only, in
             # plain text: TLS ends at the data plane.
-            host=LOOPBACK if native_plane else args.host,
-            port=0 if native_plane else args.port,
-            security=security.behind_data_plane() if native_plane else security,
+            host=LOOPBACK,
+            port=0,
+            security=security.behind_data_plane(),
             limits=limits,
             max_workers=args.max_workers,
         )
-        native = (
-            _native_data_plane(args, port, stores, limits, security, leases)
-            if native_plane
-            else None
-        )
+        native = _native_data_plane(args, port, stores, limits, security, leases)
     except (OSError, RuntimeError):
         # gRPC's own message names no reason; the supervisor explains the port choice.
         reason = bind_problem(args.host, args.port) or "gRPC could not bind it"
@@ -285,9 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for store in stores.values():
             store.close()
         return EXIT_CANNOT_LISTEN
-    if native is not None:
-        handler.attach_native(native)
-        port = native.port
+    handler.attach_native(native)
+    port = native.port
     rocketmq = _serve_rocketmq(args, server, handler, stores, limits, security, leases)
     server.start()
     metrics_server: Any = None
@@ -319,8 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         publisher.join()
     health.enter_graceful_shutdown()
     handler.close()
-    if native is not None:
-        native.close()
+    native.close()
     server.stop(grace=5).wait()
     for part in rocketmq:
         part.close()

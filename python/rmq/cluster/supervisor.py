@@ -162,7 +162,6 @@ class Supervisor:
             max_workers=config.max_workers,
             log_level=config.log_level,
             metrics=config.metrics_port is not None,
-            data_plane=config.data_plane,
             supervisor=self._doors.endpoint,
             tls_server_name=config.tls_server_name,
             rocketmq_policy=config.rocketmq_policy if config.rocketmq_port is not None else None,

@@ -1,6 +1,5 @@
 //! Writing to `rmq.Store`: one message (`put`), a batch for one queue (`put_batch`, of
-//! `rmq.Message`s, or of bytes with their tags and keys as columns) and the broker's fast path (`put_send_batch`), which stores a
-//! parsed Send request and answers with the encoded response. Each builds the engine's
+//! `rmq.Message`s, or of bytes with their tags and keys as columns). Each builds the engine's
 //! `MessageDraft`s while it holds the GIL (they borrow the Python bytes) and appends them
 //! without it.
 
@@ -14,9 +13,7 @@ use rmqcore::MessageDraft;
 use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{checked_i32, extract_keys, extract_properties, Metadata, PyMessage};
 use crate::put_result::{PyPutResult, PyPutResults};
-use crate::send_batch::PySendBatch;
 use crate::store::columns::Columns;
-use rmqnet::codec::send::encode_send_response;
 
 use super::PyStore;
 
@@ -132,29 +129,5 @@ impl PyStore {
         let store = &self.inner;
         let results = without_gil(py, || store.put_batch(topic, queue_id, &drafts))?;
         Ok(PyPutResults::from(results))
-    }
-
-    /// Store a Send request decoded by `SendBatch.parse` and return the serialized
-    /// `SendResponse`: the broker's fast path, with no Python object per message.
-    #[pyo3(signature = (batch, *, born_host = None))]
-    fn put_send_batch(
-        &self,
-        py: Python<'_>,
-        batch: &Bound<'_, PySendBatch>,
-        born_host: Option<&str>,
-    ) -> PyResult<Py<PyBytes>> {
-        let born_host = born_host
-            .map(|host| parse_host("born_host", host))
-            .transpose()
-            .map_err(|error| to_py_err(py, error))?;
-        let batch = batch.get();
-        let drafts = batch.drafts(py, born_host);
-        let (topic, queue_id, sequence) = (batch.topic(), batch.queue_id(), batch.sequence());
-        let store = &self.inner;
-        let encoded = without_gil(py, || {
-            let results = store.put_batch(topic, queue_id, &drafts)?;
-            Ok(encode_send_response(&results, sequence))
-        })?;
-        Ok(PyBytes::new(py, &encoded).unbind())
     }
 }

@@ -1,15 +1,13 @@
 //! A shard's Send request (`rmq.v1.SendRequest`) decoded without building its messages
 //! (bodies stay byte ranges of the request), and the `SendResponse` encoded the same way.
 //!
-//! This is the fast path only: `decode_request` returns `None` for anything it does not
-//! take as it is: bytes that are not valid protobuf, and any message that the engine's
-//! rules (`rmqcore::record::message_rules`) or the broker's limits would refuse or that the checked path would
-//! store differently (a property name given twice). The shard then runs the checked
-//! path, which gives the precise error. A test compares the two paths on random requests.
+//! Decoding only says whether the bytes are a `SendRequest` (and why not); what its
+//! messages may hold is checked by the shard (`send_check.rs`) with the engine's rules.
+//! A property name given twice keeps its last value at its first place, as a protobuf
+//! map read into a dict does.
 
 use std::borrow::Cow;
 
-use rmqcore::record::message_rules::check_message_fields;
 use rmqcore::{MessageDraft, PutResult};
 use rmqproto::fields::{message, send_request as request, send_response as response};
 use rmqproto::wire::{put_bytes_field, put_tag, put_varint, WireReader, WireValue};
@@ -51,14 +49,21 @@ impl MessageSpans {
 
 pub type DecodedRequest = (String, i32, u64, Vec<MessageSpans>);
 
-pub fn decode_request(raw: &[u8]) -> Option<DecodedRequest> {
+/// Why bytes are not a `SendRequest`.
+pub type Malformed = &'static str;
+
+const NOT_PROTOBUF: Malformed = "the bytes are not valid protobuf";
+const NOT_UTF8: Malformed = "a string field is not valid UTF-8";
+const WRONG_WIRE_TYPE: Malformed = "a field has the wrong wire type";
+
+pub fn decode_request(raw: &[u8]) -> Result<DecodedRequest, Malformed> {
     let base = raw.as_ptr() as usize;
     let mut topic = String::new();
     let mut queue_id = 0i32;
     let mut sequence = 0u64;
     let mut messages = Vec::new();
     let mut reader = WireReader::new(raw);
-    while let Some((field, value)) = reader.next_field()? {
+    while let Some((field, value)) = reader.next_field().ok_or(NOT_PROTOBUF)? {
         match (field, value) {
             (request::TOPIC, WireValue::Bytes(bytes)) => topic = utf8(bytes)?,
             (request::QUEUE_ID, WireValue::Varint(value)) => queue_id = value as i32,
@@ -67,18 +72,17 @@ pub fn decode_request(raw: &[u8]) -> Option<DecodedRequest> {
                 let offset = bytes.as_ptr() as usize - base;
                 messages.push(decode_message(bytes, offset)?);
             }
-            // A known field with the wrong wire type: let protobuf itself judge it.
             (request::TOPIC | request::QUEUE_ID | request::SEQUENCE | request::MESSAGES, _) => {
-                return None
+                return Err(WRONG_WIRE_TYPE)
             }
             _ => {}
         }
     }
-    Some((topic, queue_id, sequence, messages))
+    Ok((topic, queue_id, sequence, messages))
 }
 
-/// One `Message`; `None` for anything the broker's checks refuse.
-fn decode_message(bytes: &[u8], offset: usize) -> Option<MessageSpans> {
+/// One `Message`.
+fn decode_message(bytes: &[u8], offset: usize) -> Result<MessageSpans, Malformed> {
     let base = bytes.as_ptr() as usize;
     let mut spans = MessageSpans {
         body: (offset, offset),
@@ -89,7 +93,7 @@ fn decode_message(bytes: &[u8], offset: usize) -> Option<MessageSpans> {
         born_timestamp: 0,
     };
     let mut reader = WireReader::new(bytes);
-    while let Some((field, value)) = reader.next_field()? {
+    while let Some((field, value)) = reader.next_field().ok_or(NOT_PROTOBUF)? {
         match (field, value) {
             (message::BODY, WireValue::Bytes(body)) => {
                 let start = offset + (body.as_ptr() as usize - base);
@@ -99,53 +103,46 @@ fn decode_message(bytes: &[u8], offset: usize) -> Option<MessageSpans> {
             (message::KEYS, WireValue::Bytes(key)) => spans.keys.push(utf8(key)?),
             (message::PROPERTIES, WireValue::Bytes(entry)) => {
                 let (name, value) = decode_map_entry(entry)?;
-                if spans.properties.iter().any(|(known, _)| *known == name) {
-                    return None; // a dict keeps the last; take the Python path
+                match spans
+                    .properties
+                    .iter_mut()
+                    .find(|(known, _)| *known == name)
+                {
+                    Some(known) => known.1 = value,
+                    None => spans.properties.push((name, value)),
                 }
-                spans.properties.push((name, value));
             }
             (message::FLAG, WireValue::Varint(flag)) => spans.flag = flag as i32,
             (message::BORN_TIMESTAMP, WireValue::Varint(born)) => {
                 spans.born_timestamp = born as i64
             }
             (message::BODY | message::TAGS | message::KEYS | message::PROPERTIES, _)
-            | (message::FLAG | message::BORN_TIMESTAMP, _) => return None,
+            | (message::FLAG | message::BORN_TIMESTAMP, _) => return Err(WRONG_WIRE_TYPE),
             _ => {}
         }
     }
-    acceptable_message(&spans).then_some(spans)
+    Ok(spans)
 }
 
-fn decode_map_entry(entry: &[u8]) -> Option<(String, String)> {
+fn decode_map_entry(entry: &[u8]) -> Result<(String, String), Malformed> {
     let mut name = String::new();
     let mut value = String::new();
     let mut reader = WireReader::new(entry);
-    while let Some((field, item)) = reader.next_field()? {
+    while let Some((field, item)) = reader.next_field().ok_or(NOT_PROTOBUF)? {
         match (field, item) {
             (1, WireValue::Bytes(bytes)) => name = utf8(bytes)?,
             (2, WireValue::Bytes(bytes)) => value = utf8(bytes)?,
-            (1 | 2, _) => return None,
+            (1 | 2, _) => return Err(WRONG_WIRE_TYPE),
             _ => {}
         }
     }
-    Some((name, value))
+    Ok((name, value))
 }
 
-fn utf8(bytes: &[u8]) -> Option<String> {
-    std::str::from_utf8(bytes).ok().map(str::to_owned)
-}
-
-/// The engine's rules for tags, keys and properties, as a yes/no.
-fn acceptable_message(message: &MessageSpans) -> bool {
-    check_message_fields(
-        message.tags.as_deref(),
-        message.keys.iter().map(String::as_str),
-        message
-            .properties
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.as_str())),
-    )
-    .is_ok()
+fn utf8(bytes: &[u8]) -> Result<String, Malformed> {
+    std::str::from_utf8(bytes)
+        .map(str::to_owned)
+        .map_err(|_| NOT_UTF8)
 }
 
 /// A serialized `SendResponse` for `results`, in the order of the request.

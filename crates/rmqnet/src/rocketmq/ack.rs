@@ -50,7 +50,7 @@ impl Acker {
     fn locate(&self, group: &str, topic: &str, handle: &str) -> Option<(Receipt, Arc<LeaseBook>)> {
         rmqcore::topic::validate_group(group).ok()?;
         let receipt = Receipt::decode(handle).filter(|r| r.topic == topic)?;
-        let (shard, _) = self.shard.placement(topic, receipt.queue_id)?;
+        let (shard, _) = self.shard.locate(topic, receipt.queue_id).ok()?;
         let book = Arc::clone(self.consumption.books.get(&shard)?);
         Some((receipt, book))
     }
