@@ -80,12 +80,15 @@ def test_options_are_checked_before_anything_is_read() -> None:
     good = {"endpoint": "127.0.0.1:1", "topic": "t"}
     given = parse_stream_options({**good, "startingOffsets": '{"t": {"0": 5, "1": -2}}'})
     assert given.starting == {0: 5, 1: -2}
+    assert given.prefetch_batches == 4
+    assert parse_stream_options({**good, "prefetchBatches": "0"}).prefetch_batches == 0
     cases = [
         ({**good, "startingOffsets": '{"other": {"0": 1}}'}, "one key 't'"),
         ({**good, "startingOffsets": '{"t": {"x": 1}}'}, "not a queue id"),
         ({**good, "startingOffsets": '{"t": {"0": -3}}'}, "below -2"),
         ({**good, "startingOffsets": "latest", "startingTimestamp": "0"}, "not both"),
         ({**good, "maxOffsetsPerTrigger": "0"}, "below 1"),
+        ({**good, "prefetchBatches": "-1"}, "prefetchBatches=-1 is below 0"),
         ({**good, "failOnDataLoss": "maybe"}, "not true or false"),
         ({"topic": "t"}, "exactly one of the options endpoint"),
         ({**good, "path": "/x"}, "exactly one of the options endpoint"),

@@ -61,6 +61,8 @@ def test_starting_positions_limits_filters_and_a_narrow_schema(
     assert bodies(everything) == sorted(f"b{i}" for i in range(200))
     assert set(everything[0].asDict()) == {"shard", "queue_offset", "body"}
     assert {row.shard for row in everything} == {"shard-0", "shard-1"}
+    in_line = collect(spark, {**base, "prefetchBatches": "0", "batch_rows": "7"})
+    assert bodies(in_line) == bodies(everything)
     filtered = collect(spark, {**base, "tags": "A", "keys": "k5,k8,k9,nope"})
     assert bodies(filtered) == ["b5", "b9"]  # k8 is tagged B
     from_json = collect(spark, {**base, "startingOffsets": json.dumps({topic: {"0": 60, "1": -1}})})
