@@ -5,7 +5,6 @@ and large bodies, IPv4 and IPv6 hosts."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import shutil
@@ -16,12 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-# pyspark, pyarrow and a JDK are test requirements (scripts/test-all installs the first
-# two; Java 17 is a prerequisite of the README): missing, the tests fail, never skip.
-if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    pytest.fail("Spark needs Java 17 (java on PATH or JAVA_HOME)", pytrace=False)
-
 import rmq
 import rmq.spark
 from pyspark.sql import DataFrame, SparkSession
@@ -29,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from rmq.spark.arrow import ARROW_SCHEMA
 
-from tests.support.spark_session import local_spark
+from tests.support.spark_session import local_spark  # fails these tests without Java
 
 SEGMENT_SIZE = 64 * 1024
 TOPICS = ("orders", "payments", "audit")

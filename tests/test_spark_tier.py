@@ -7,28 +7,20 @@ query is planned."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-# pyspark, pyarrow and a JDK are test requirements (scripts/test-all installs the first
-# two; Java 17 is a prerequisite of the README): missing, the tests fail, never skip.
-if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    pytest.fail("Spark needs Java 17 (java on PATH or JAVA_HOME)", pytrace=False)
-
 import rmq
 import rmq.spark
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from tests.support.s3_server import S3Server, free_port
-from tests.support.spark_session import local_spark
+from tests.support.spark_session import local_spark  # fails these tests without Java
 
 SEGMENT = 64 * 1024
 TOPICS = ("orders", "payments", "audit")

@@ -3,11 +3,19 @@ with rmq's data source registered, for one test module at a time."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+import pytest
 import rmq.spark
 from pyspark.sql import SparkSession
+
+# pyspark, pyarrow and a JDK are test requirements (scripts/test-all installs the first
+# two; Java 17 is a prerequisite of the README): missing, the Spark tests fail, never skip.
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.fail("Spark needs Java 17 (java on PATH or JAVA_HOME)", pytrace=False)
 
 
 @contextmanager

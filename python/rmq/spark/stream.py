@@ -38,6 +38,7 @@ from rmq.spark.offsets import (
     offsets_to_json,
     plan_ranges,
 )
+from rmq.spark.prefetch import read_ahead
 from rmq.spark.queue_read import RangeRead, data_loss_error
 from rmq.spark.rows import messages_to_batch
 from rmq.spark.store_queues import StoreQueues, read_store_range
@@ -233,7 +234,10 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         part = partition.value
         if not isinstance(part, StreamPart):
-            return
+            return iter(())
+        return read_ahead(self._batches(part), self.options.prefetch_batches)
+
+    def _batches(self, part: StreamPart) -> Iterator[Any]:
         tags = self.options.tags
         for queue in part.queues:
             if part.from_broker:

@@ -22,7 +22,7 @@ LATEST = -1
 _KNOWN = (
     "endpoint", "path", "topic", "startingoffsets", "startingtimestamp",
     "maxoffsetspertrigger", "minpartitions", "failondataloss", "tags", "keys", "token",
-    "batch_rows", "minrowsperpartition",
+    "batch_rows", "minrowsperpartition", "prefetchbatches",
 )  # fmt: skip
 
 
@@ -48,6 +48,8 @@ class StreamOptions:
     batch_rows: int
     #: Small queue ranges share a partition until it holds about this many messages.
     min_rows_per_partition: int = 10_000
+    #: Batches a partition's reader makes ahead of Spark on a thread (0: none).
+    prefetch_batches: int = 4
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -141,4 +143,5 @@ def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
         min_rows_per_partition=_int(
             "minRowsPerPartition", lowered.get("minrowsperpartition", "10000"), 1
         ),
+        prefetch_batches=_int("prefetchBatches", lowered.get("prefetchbatches", "4"), 0),
     )  # fmt: skip
