@@ -11,9 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use rmqcore::segment_decoder::ColumnBatch;
-use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
 use rmqproto::fields::pull_response as response;
-use rmqproto::fields::stored_message as stored;
+use rmqproto::stored_view::{put_property, Repeated, StoredView};
 use rmqproto::wire::{WireReader, WireValue};
 
 use crate::decoder::columns_dict;
@@ -49,101 +48,35 @@ fn malformed() -> PyErr {
     PyValueError::new_err("malformed rmq.v1.PullResponse")
 }
 
-fn int32(value: u64) -> i32 {
-    value as i32
-}
+/// Read one `StoredMessage`; `keys` and `properties` are cleared and refilled, so that
+/// their allocations serve every message of a response.
 fn int64(value: u64) -> i64 {
     value as i64
 }
 
-/// One `StoredMessage`'s fields, borrowed from the response.
-#[derive(Default)]
-struct Stored<'a> {
-    topic: &'a [u8],
-    queue_id: i32,
-    queue_offset: i64,
-    commitlog_offset: i64,
-    body: &'a [u8],
-    tags: Option<&'a [u8]>,
-    keys: Vec<&'a [u8]>,
-    /// Map entries in order; a later entry for a name replaces the earlier one and moves
-    /// to the end, as `ReceivedMessage.properties` builds its dict.
-    properties: Vec<(&'a [u8], &'a [u8])>,
-    born_timestamp: i64,
-    store_timestamp: i64,
-    born_host: &'a [u8],
-    store_host: &'a [u8],
-    msg_id: &'a [u8],
-    flag: i32,
-    sys_flag: i32,
-    reconsume_times: i32,
-}
-
-fn map_entry(entry: &[u8]) -> PyResult<(&[u8], &[u8])> {
-    let (mut name, mut value): (&[u8], &[u8]) = (b"", b"");
-    let mut reader = WireReader::new(entry);
-    while let Some((field, part)) = reader.next_field().ok_or_else(malformed)? {
-        if let WireValue::Bytes(bytes) = part {
-            match field {
-                MAP_KEY => name = bytes,
-                MAP_VALUE => value = bytes,
-                _ => {}
-            }
-        }
-    }
-    Ok((name, value))
-}
-
-/// Parse one `StoredMessage` into `into`, whose lists are reused between messages. Every
-/// field starts at its default: protobuf leaves zeros and empty strings out.
-fn parse_stored<'a>(bytes: &'a [u8], into: &mut Stored<'a>) -> PyResult<()> {
-    let (mut keys, mut properties) = (
-        std::mem::take(&mut into.keys),
-        std::mem::take(&mut into.properties),
-    );
+fn parse_stored<'a>(
+    bytes: &'a [u8],
+    keys: &mut Vec<&'a [u8]>,
+    properties: &mut Vec<(&'a [u8], &'a [u8])>,
+) -> PyResult<StoredView<'a>> {
     keys.clear();
     properties.clear();
-    *into = Stored {
-        keys,
-        properties,
-        ..Stored::default()
-    };
-    let mut reader = WireReader::new(bytes);
-    while let Some((field, value)) = reader.next_field().ok_or_else(malformed)? {
-        match value {
-            WireValue::Varint(value) => match field {
-                stored::QUEUE_ID => into.queue_id = int32(value),
-                stored::QUEUE_OFFSET => into.queue_offset = int64(value),
-                stored::COMMITLOG_OFFSET => into.commitlog_offset = int64(value),
-                stored::BORN_TIMESTAMP => into.born_timestamp = int64(value),
-                stored::STORE_TIMESTAMP => into.store_timestamp = int64(value),
-                stored::FLAG => into.flag = int32(value),
-                stored::SYS_FLAG => into.sys_flag = int32(value),
-                stored::RECONSUME_TIMES => into.reconsume_times = int32(value),
-                _ => {}
-            },
-            WireValue::Bytes(bytes) => match field {
-                stored::TOPIC => into.topic = bytes,
-                stored::BODY => into.body = bytes,
-                stored::TAGS => into.tags = Some(bytes),
-                stored::KEYS => into.keys.push(bytes),
-                stored::PROPERTIES => {
-                    let (name, value) = map_entry(bytes)?;
-                    into.properties.retain(|(seen, _)| *seen != name);
-                    into.properties.push((name, value));
-                }
-                stored::BORN_HOST => into.born_host = bytes,
-                stored::STORE_HOST => into.store_host = bytes,
-                stored::MSG_ID => into.msg_id = bytes,
-                _ => {}
-            },
-            WireValue::Fixed => {}
+    StoredView::parse(bytes, |field| match field {
+        Repeated::Key(key) => {
+            keys.push(key);
+            Ok(())
         }
-    }
-    Ok(())
+        Repeated::Property(entry) => put_property(properties, entry),
+    })
+    .map_err(|_| malformed())
 }
 
-fn push_row(batch: &mut ColumnBatch, message: &Stored<'_>) {
+fn push_row(
+    batch: &mut ColumnBatch,
+    message: &StoredView<'_>,
+    keys: &[&[u8]],
+    properties: &[(&[u8], &[u8])],
+) {
     batch.topic.push_text(message.topic);
     batch.queue_id.push(message.queue_id);
     batch.queue_offset.push(message.queue_offset);
@@ -154,11 +87,11 @@ fn push_row(batch: &mut ColumnBatch, message: &Stored<'_>) {
         None => batch.tags.push_bytes(b""),
     }
     batch.tags_valid.push(message.tags.is_some());
-    for key in &message.keys {
+    for key in keys {
         batch.keys.values.push_text(key);
     }
     batch.keys.close_row();
-    for (name, value) in &message.properties {
+    for (name, value) in properties {
         batch.properties.names.push_text(name);
         batch.properties.values.push_text(value);
     }
@@ -194,17 +127,17 @@ pub fn decode_pull_columns(
     let decode = || -> PyResult<(ColumnBatch, i64)> {
         let mut batch = ColumnBatch::default();
         let mut next_offset = 0;
-        let mut message = Stored::default();
+        let (mut message_keys, mut properties) = (Vec::new(), Vec::new());
         let mut reader = WireReader::new(whole);
         while let Some((field, value)) = reader.next_field().ok_or_else(malformed)? {
             match (field, value) {
                 (response::MESSAGES, WireValue::Bytes(bytes)) => {
-                    parse_stored(bytes, &mut message)?;
+                    let message = parse_stored(bytes, &mut message_keys, &mut properties)?;
                     let in_range = message.queue_offset < end_offset;
                     let has_key =
-                        wanted.is_empty() || message.keys.iter().any(|key| wanted.contains(key));
+                        wanted.is_empty() || message_keys.iter().any(|key| wanted.contains(key));
                     if in_range && has_key {
-                        push_row(&mut batch, &message);
+                        push_row(&mut batch, &message, &message_keys, &properties);
                     }
                 }
                 (response::NEXT_OFFSET, WireValue::Varint(value)) => next_offset = int64(value),

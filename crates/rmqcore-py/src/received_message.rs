@@ -19,8 +19,8 @@ use rmqproto::fields::pull_response::MESSAGES as PULL_RESPONSE_MESSAGES;
 use rmqproto::fields::stored_message as stored;
 use rmqproto::wire::{WireReader, WireValue};
 
-use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
 use rmqproto::fields::pull_response as response;
+use rmqproto::stored_view::{put_property, StoredView};
 
 #[pyclass(frozen, module = "rmq._rmqcore", name = "ReceivedMessage")]
 pub struct PyReceivedMessage {
@@ -55,10 +55,7 @@ fn span(whole: &[u8], part: &[u8]) -> Range<usize> {
     start..start + part.len()
 }
 
-/// protobuf's int32 and int64 are two's complement varints.
-fn int32(value: u64) -> i32 {
-    value as i32
-}
+/// protobuf's int64 is a two's complement varint.
 fn int64(value: u64) -> i64 {
     value as i64
 }
@@ -67,57 +64,33 @@ impl PyReceivedMessage {
     /// Decode the `StoredMessage` at `message` in `raw`.
     fn decode(raw: &Bound<'_, PyBytes>, message: Range<usize>) -> PyResult<Self> {
         let whole = raw.as_bytes();
-        let empty = message.start..message.start;
-        let mut decoded = PyReceivedMessage {
-            raw: raw.clone().unbind(),
-            message: message.clone(),
-            topic: empty.clone(),
-            body: empty.clone(),
-            tags: None,
-            born_host: empty.clone(),
-            store_host: empty.clone(),
-            msg_id: empty,
-            queue_id: 0,
-            queue_offset: 0,
-            commitlog_offset: 0,
-            store_size: 0,
-            born_timestamp: 0,
-            store_timestamp: 0,
-            flag: 0,
-            sys_flag: 0,
-            reconsume_times: 0,
+        let view =
+            StoredView::parse(&whole[message.clone()], |_| Ok(())).map_err(|_| malformed())?;
+        // A field the message leaves out is an empty slice from elsewhere, not in `whole`.
+        let start = message.start;
+        let at = |part: &[u8]| match part.is_empty() {
+            true => start..start,
+            false => span(whole, part),
         };
-        let mut reader = WireReader::new(&whole[message]);
-        while let Some((field, value)) = reader.next_field().ok_or_else(malformed)? {
-            match value {
-                WireValue::Varint(value) => match field {
-                    stored::QUEUE_ID => decoded.queue_id = int32(value),
-                    stored::QUEUE_OFFSET => decoded.queue_offset = int64(value),
-                    stored::COMMITLOG_OFFSET => decoded.commitlog_offset = int64(value),
-                    stored::STORE_SIZE => decoded.store_size = int32(value),
-                    stored::BORN_TIMESTAMP => decoded.born_timestamp = int64(value),
-                    stored::STORE_TIMESTAMP => decoded.store_timestamp = int64(value),
-                    stored::FLAG => decoded.flag = int32(value),
-                    stored::SYS_FLAG => decoded.sys_flag = int32(value),
-                    stored::RECONSUME_TIMES => decoded.reconsume_times = int32(value),
-                    _ => {}
-                },
-                WireValue::Bytes(bytes) => {
-                    let at = span(whole, bytes);
-                    match field {
-                        stored::TOPIC => decoded.topic = at,
-                        stored::BODY => decoded.body = at,
-                        stored::TAGS => decoded.tags = Some(at),
-                        stored::BORN_HOST => decoded.born_host = at,
-                        stored::STORE_HOST => decoded.store_host = at,
-                        stored::MSG_ID => decoded.msg_id = at,
-                        _ => {}
-                    }
-                }
-                WireValue::Fixed => {}
-            }
-        }
-        Ok(decoded)
+        Ok(PyReceivedMessage {
+            raw: raw.clone().unbind(),
+            message,
+            topic: at(view.topic),
+            body: at(view.body),
+            tags: view.tags.map(at),
+            born_host: at(view.born_host),
+            store_host: at(view.store_host),
+            msg_id: at(view.msg_id),
+            queue_id: view.queue_id,
+            queue_offset: view.queue_offset,
+            commitlog_offset: view.commitlog_offset,
+            store_size: view.store_size,
+            born_timestamp: view.born_timestamp,
+            store_timestamp: view.store_timestamp,
+            flag: view.flag,
+            sys_flag: view.sys_flag,
+            reconsume_times: view.reconsume_times,
+        })
     }
 
     fn create(py: Python<'_>, decoded: Self) -> PyResult<Py<Self>> {
@@ -165,23 +138,16 @@ impl PyReceivedMessage {
     fn properties_vec(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
         let mut entries = Vec::new();
         for entry in self.repeated(py, stored::PROPERTIES)? {
-            let (mut name, mut value) = (String::new(), String::new());
-            let mut reader = WireReader::new(entry);
-            while let Some((field, part)) = reader.next_field().ok_or_else(malformed)? {
-                if let WireValue::Bytes(bytes) = part {
-                    let text = String::from_utf8(bytes.to_vec())
-                        .map_err(|_| PyValueError::new_err("a property is not UTF-8"))?;
-                    match field {
-                        MAP_KEY => name = text,
-                        MAP_VALUE => value = text,
-                        _ => {}
-                    }
-                }
-            }
-            entries.retain(|(existing, _): &(String, String)| *existing != name);
-            entries.push((name, value));
+            put_property(&mut entries, entry).map_err(|_| malformed())?;
         }
-        Ok(entries)
+        let text = |bytes: &[u8]| {
+            String::from_utf8(bytes.to_vec())
+                .map_err(|_| PyValueError::new_err("a property is not UTF-8"))
+        };
+        entries
+            .into_iter()
+            .map(|(name, value)| Ok((text(name)?, text(value)?)))
+            .collect()
     }
 
     fn same_fields(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
