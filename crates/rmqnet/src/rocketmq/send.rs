@@ -31,6 +31,9 @@ pub struct MessageSender {
     turn: AtomicU64,
 }
 
+/// A topic's queues in this process, with their stores (`Shard::local_queues`).
+type LocalQueues = Vec<(i32, Arc<Store>)>;
+
 /// The messages of one request that go to one queue, in request order.
 struct Batch {
     topic: String,
@@ -83,7 +86,7 @@ impl MessageSender {
             .collect::<Option<Vec<_>>>()?;
         // The topics of the request with their local queues: almost always one, so a
         // short list searched in place rather than a map built per request.
-        let mut local: Vec<(&str, Vec<(i32, Arc<Store>)>)> = Vec::with_capacity(1);
+        let mut local: Vec<(&str, LocalQueues)> = Vec::with_capacity(1);
         for message in &checked {
             let topic = message.topic.as_str();
             let queues = match local.iter().position(|(known, _)| *known == topic) {
