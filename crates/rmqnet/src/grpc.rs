@@ -50,9 +50,26 @@ fn grpc_response(body: Body) -> Response<Body> {
 
 /// A successful unary answer carrying `message`.
 pub fn ok(message: &[u8]) -> Response<Body> {
-    let mut trailers = HeaderMap::new();
+    ok_framed(framed(message))
+}
+
+/// A successful unary answer carrying `message`, encoded straight behind its frame
+/// prefix: one buffer, where `ok(&message.encode_to_vec())` would fill two and copy.
+pub fn ok_message(message: &impl prost::Message) -> Response<Body> {
+    let length = message.encoded_len();
+    let mut out = Vec::with_capacity(5 + length);
+    out.push(0);
+    out.extend_from_slice(&(length as u32).to_be_bytes());
+    message
+        .encode(&mut out)
+        .expect("a Vec grows to whatever the message needs");
+    ok_framed(Bytes::from(out))
+}
+
+fn ok_framed(framed: Bytes) -> Response<Body> {
+    let mut trailers = HeaderMap::with_capacity(1);
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
-    let body = Full::new(framed(message))
+    let body = Full::new(framed)
         .with_trailers(async move { Some(Ok(trailers)) })
         .map_err(|never| match never {})
         .boxed_unsync();
@@ -132,6 +149,21 @@ mod tests {
         let mut compressed = framed.to_vec();
         compressed[0] = 1;
         assert_eq!(unframe(&compressed), None);
+    }
+
+    #[tokio::test]
+    async fn an_encoded_message_is_framed_as_its_bytes_would_be() {
+        let message = prost_types::Duration {
+            seconds: 300,
+            nanos: 7,
+        };
+        let body = ok_message(&message)
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes();
+        assert_eq!(body, framed(&prost::Message::encode_to_vec(&message)));
     }
 
     #[test]

@@ -90,7 +90,7 @@ impl Acker {
             status: Some(overall(&entries)),
             entries,
         };
-        Outcome::Answer(grpc::ok(&response.encode_to_vec()))
+        Outcome::Answer(grpc::ok_message(&response))
     }
 
     pub fn change_invisible(&self, raw: &[u8]) -> Outcome {
@@ -129,7 +129,7 @@ impl Acker {
                 receipt_handle: String::new(),
             }
         };
-        Outcome::Answer(grpc::ok(&response.encode_to_vec()))
+        Outcome::Answer(grpc::ok_message(&response))
     }
 }
 

@@ -7,7 +7,6 @@
 //! path answers it with its precise codes.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,6 +31,9 @@ pub struct MessageSender {
     /// path's `ShardBackend._turn`).
     turn: AtomicU64,
 }
+
+/// A topic's queues in this process, with their stores (`Shard::local_queues`).
+type LocalQueues = Vec<(i32, Arc<Store>)>;
 
 /// The messages of one request that go to one queue, in request order.
 struct Batch {
@@ -68,7 +70,7 @@ impl MessageSender {
         for (topic, queue_id) in &stored {
             self.shard.signals.notify(topic, *queue_id);
         }
-        Outcome::Answer(grpc::ok(&response.encode_to_vec()))
+        Outcome::Answer(grpc::ok_message(&response))
     }
 
     /// The request's messages checked, and the queue each goes to; `None` declines it.
@@ -83,14 +85,27 @@ impl MessageSender {
             .into_iter()
             .map(|message| check(message, max_body_bytes))
             .collect::<Option<Vec<_>>>()?;
-        let mut local: HashMap<&str, Vec<(i32, Arc<Store>)>> = HashMap::new();
+        // The topics of the request with their local queues: almost always one, so a
+        // short list searched in place rather than a map built per request.
+        let mut local: Vec<(&str, LocalQueues)> = Vec::with_capacity(1);
         for message in &checked {
-            if !local.contains_key(message.topic.as_str()) {
-                let queues = self.shard.local_queues(&message.topic)?;
-                local.insert(&message.topic, queues);
-            }
-            let queues = &local[message.topic.as_str()];
-            if queues.is_empty() || !queues.iter().all(|(_, store)| fits(message, store)) {
+            let topic = message.topic.as_str();
+            let queues = match local.iter().position(|(known, _)| *known == topic) {
+                Some(position) => &local[position].1,
+                None => {
+                    local.push((topic, self.shard.local_queues(topic)?));
+                    &local[local.len() - 1].1
+                }
+            };
+            let length = properties_length(message)?;
+            // Each distinct store once (a process's queues mostly share one).
+            let fit = queues.iter().enumerate().all(|(position, (_, store))| {
+                queues[..position]
+                    .iter()
+                    .any(|(_, earlier)| Arc::ptr_eq(earlier, store))
+                    || fits(message, length, store)
+            });
+            if queues.is_empty() || !fit {
                 return None;
             }
         }
@@ -99,7 +114,9 @@ impl MessageSender {
         let mut turn = self.turn.fetch_add(ungrouped, Ordering::Relaxed);
         let mut batches: Vec<Batch> = Vec::new();
         for (index, message) in checked.iter().enumerate() {
-            let queues = &local[message.topic.as_str()];
+            let topic = message.topic.as_str();
+            // Found: every topic of the request was looked up above.
+            let (_, queues) = local.iter().find(|(known, _)| *known == topic)?;
             let slot = match &message.group {
                 Some(group) => crc32fast::hash(group.as_bytes()) as u64 % queues.len() as u64,
                 None => {
@@ -130,37 +147,47 @@ fn waits_for_flush(store: &Store) -> bool {
     store.options().flush_mode == FlushMode::Sync
 }
 
-/// Whether the engine takes `message` as it is (what `MessageDraft::prepare` refuses):
-/// the message rules of the record format (`message_rules`, the engine's one copy), the
-/// store's own body bound, and the encoded properties' length with the record CRC's
-/// placeholder. The Python path gives a refused message its own error; here the whole
-/// request is declined so that it can.
-fn fits(message: &Checked, store: &Store) -> bool {
-    let options = store.options();
-    let fields = check_message_fields(
+/// What `MessageDraft::prepare` refuses whatever the store: the message rules of the
+/// record format (`message_rules`, the engine's one copy). `Some` with the length of the
+/// encoded properties (without the record CRC's placeholder) when they pass. The Python
+/// path gives a refused message its own error; here the whole request is declined so
+/// that it can.
+fn properties_length(message: &Checked) -> Option<usize> {
+    check_message_fields(
         message.tag.as_deref(),
         message.keys.iter().map(String::as_str),
         message
             .properties
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str())),
-    );
+    )
+    .ok()?;
     let entry = |name: &str, value: &str| name.len() + value.len() + 2;
     let mut length = message.tag.as_ref().map_or(0, |tag| entry("TAGS", tag));
     if !message.keys.is_empty() {
-        length += entry("KEYS", &message.keys.join(" "));
+        // The keys joined by spaces, as the engine stores them.
+        let keys: usize = message.keys.iter().map(String::len).sum();
+        length += "KEYS".len() + keys + message.keys.len() - 1 + 2;
     }
     length += message
         .properties
         .iter()
         .map(|(name, value)| entry(name, value))
         .sum::<usize>();
-    if options.append_record_crc {
-        length += CRC_PROPERTY_LENGTH;
-    }
-    fields.is_ok()
-        && message.body.len() <= options.max_message_size
-        && length <= MAX_PROPERTIES_LENGTH
+    Some(length)
+}
+
+/// Whether `store` takes a message whose properties passed `properties_length`: its own
+/// body bound, and the properties with the record CRC's placeholder within the format's.
+fn fits(message: &Checked, properties_length: usize, store: &Store) -> bool {
+    let options = store.options();
+    let crc = if options.append_record_crc {
+        CRC_PROPERTY_LENGTH
+    } else {
+        0
+    };
+    message.body.len() <= options.max_message_size
+        && properties_length + crc <= MAX_PROPERTIES_LENGTH
 }
 
 /// Store each batch with one `put_batch` (on a blocking thread); the response in request
@@ -170,7 +197,11 @@ fn store(
     batches: Vec<Batch>,
     peer: SocketAddr,
 ) -> (SendMessageResponse, Vec<(String, i32)>) {
-    let ids: Vec<String> = checked.iter().map(|m| m.message_id.clone()).collect();
+    // The ids move into the answer (nothing stores them from here: UNIQ_KEY has its copy).
+    let mut ids: Vec<String> = checked
+        .iter_mut()
+        .map(|m| std::mem::take(&mut m.message_id))
+        .collect();
     let mut drafts: Vec<Option<MessageDraft<'_>>> = checked
         .iter_mut()
         .map(|message| {
@@ -206,7 +237,7 @@ fn store(
             stored.push((batch.topic.clone(), batch.queue_id));
         }
         for (position, &index) in batch.members.iter().enumerate() {
-            let message_id = ids[index].clone();
+            let message_id = std::mem::take(&mut ids[index]);
             entries[index] = Some(match &results {
                 Ok(results) => SendResultEntry {
                     status: Some(ok()),
