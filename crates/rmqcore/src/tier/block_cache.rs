@@ -140,6 +140,37 @@ impl BlockCache {
     }
 }
 
+/// A GET's body, as it arrives, cut into `block`-byte pieces, each its own buffer (the
+/// last shorter at the body's end): each byte is copied once, from the HTTP client's
+/// buffers into the piece that keeps it. A piece never shares a buffer with another, so
+/// the cache's bound counts what it holds (a slice of one large buffer would keep all of
+/// it alive for as long as any one block is cached).
+pub async fn collect_blocks<S, E>(mut body: S, block: usize) -> Result<Vec<Bytes>, E>
+where
+    S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    use futures::StreamExt;
+    let mut blocks = Vec::new();
+    let mut current: Vec<u8> = Vec::with_capacity(block);
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk?;
+        let mut rest = &chunk[..];
+        while !rest.is_empty() {
+            let take = (block - current.len()).min(rest.len());
+            current.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            if current.len() == block {
+                let full = std::mem::replace(&mut current, Vec::with_capacity(block));
+                blocks.push(Bytes::from(full));
+            }
+        }
+    }
+    if !current.is_empty() {
+        blocks.push(Bytes::from(current));
+    }
+    Ok(blocks)
+}
+
 /// Consecutive missing blocks grouped into the runs one GET each fetches: `blocks` in
 /// ascending order, a run broken at a gap and at every chunk boundary.
 pub fn runs(blocks: &[u64]) -> Vec<std::ops::RangeInclusive<u64>> {
@@ -247,6 +278,31 @@ mod tests {
         assert_eq!(
             fill_gaps(&[0, FILL_GAP_BLOCKS + 1]),
             (0..DENSE_ALIGN_BLOCKS).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_body_is_cut_into_blocks_whatever_its_chunks() {
+        let body: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        let chunks: Vec<Result<Bytes, ()>> = [0..1, 1..4000, 4000..4096, 4096..9999, 9999..10_000]
+            .into_iter()
+            .map(|range| Ok(Bytes::copy_from_slice(&body[range])))
+            .collect();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let blocks = runtime
+            .block_on(collect_blocks(futures::stream::iter(chunks), 4096))
+            .unwrap();
+        let lengths: Vec<usize> = blocks.iter().map(Bytes::len).collect();
+        assert_eq!(lengths, vec![4096, 4096, 10_000 - 8192]);
+        assert_eq!(blocks.concat(), body);
+        let failed: Vec<Result<Bytes, &str>> = vec![Ok(Bytes::from_static(b"x")), Err("cut")];
+        let outcome = runtime.block_on(collect_blocks(futures::stream::iter(failed), 4096));
+        assert_eq!(
+            outcome,
+            Err("cut"),
+            "a body cut short is an error, not fewer blocks"
         );
     }
 

@@ -133,26 +133,31 @@ impl RemoteLog {
     fn fetch_run(&self, segment: &TieredSegment, run: RangeInclusive<u64>) -> Result<Vec<Bytes>> {
         let (start, end) = run_bytes(segment, &run);
         let object = self.client.location().segment(segment.start_offset);
-        let outcome = self.counted_get(&object, start..end, (segment.size, segment.crc32));
+        let outcome = self.counted_get_blocks(&object, start..end, (segment.size, segment.crc32));
         let blocks = outcome
             .as_ref()
             .ok()
-            .filter(|bytes| bytes.len() as u64 == end - start)
-            .map(|bytes| split(bytes, start, end));
-        settle(&self.cache, segment.start_offset, &run, blocks.as_deref());
+            .filter(|blocks| whole(blocks, start, end));
+        settle(
+            &self.cache,
+            segment.start_offset,
+            &run,
+            blocks.map(Vec::as_slice),
+        );
         let got = outcome?;
-        blocks.ok_or_else(|| {
-            Error::tier_object_changed(
-                self.client.location().describe(&object),
-                start,
-                format!(
-                    "it is shorter than the {} bytes uploaded (a read of {start}..{end} gave {} \
-                     bytes)",
-                    segment.size,
-                    got.len()
-                ),
-            )
-        })
+        if whole(&got, start, end) {
+            return Ok(got);
+        }
+        Err(Error::tier_object_changed(
+            self.client.location().describe(&object),
+            start,
+            format!(
+                "it is shorter than the {} bytes uploaded (a read of {start}..{end} gave {} \
+                 bytes)",
+                segment.size,
+                fetched_len(&got)
+            ),
+        ))
     }
 
     /// Fetch the blocks `wanted` (ascending) of `segment` that are neither cached nor
@@ -181,19 +186,22 @@ impl RemoteLog {
             let reads = Arc::clone(&self.reads);
             let start_offset = segment.start_offset;
             let recorded = (segment.size, segment.crc32);
-            self.client
-                .spawn_get_recorded(object.clone(), start..end, recorded, move |bytes| {
-                    if let Some(bytes) = &bytes {
+            self.client.spawn_get_recorded_blocks(
+                object.clone(),
+                start..end,
+                recorded,
+                BLOCK_SIZE as usize,
+                move |blocks| {
+                    if let Some(blocks) = &blocks {
                         reads.range_reads.fetch_add(1, Ordering::Relaxed);
                         reads
                             .bytes_fetched
-                            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                            .fetch_add(fetched_len(blocks), Ordering::Relaxed);
                     }
-                    let blocks = bytes
-                        .filter(|bytes| bytes.len() as u64 == end - start)
-                        .map(|bytes| split(&bytes, start, end));
+                    let blocks = blocks.filter(|blocks| whole(blocks, start, end));
                     settle(&cache, start_offset, &run, blocks.as_deref());
-                });
+                },
+            );
         }
     }
 
@@ -244,21 +252,14 @@ fn run_bytes(segment: &TieredSegment, run: &RangeInclusive<u64>) -> (u64, u64) {
     (start, end)
 }
 
-/// `bytes` (a whole run, starting at `start`) cut into its blocks, each copied into its
-/// own buffer: a slice would keep the whole GET's buffer (up to 8 MiB) alive for as long
-/// as any one of its blocks is cached, and the cache's bound would not hold. The copy
-/// costs about a twentieth of what fetching the bytes does.
-fn split(bytes: &Bytes, start: u64, end: u64) -> Vec<Bytes> {
-    if end - start <= BLOCK_SIZE {
-        return vec![bytes.clone()];
-    }
-    (0..(end - start).div_ceil(BLOCK_SIZE))
-        .map(|i| {
-            let from = (i * BLOCK_SIZE) as usize;
-            let to = ((i + 1) * BLOCK_SIZE).min(end - start) as usize;
-            Bytes::copy_from_slice(&bytes[from..to])
-        })
-        .collect()
+/// Bytes in fetched blocks.
+fn fetched_len(blocks: &[Bytes]) -> u64 {
+    blocks.iter().map(|block| block.len() as u64).sum()
+}
+
+/// Whether `blocks` hold all of `start..end` (a GET answers short when the object is).
+fn whole(blocks: &[Bytes], start: u64, end: u64) -> bool {
+    fetched_len(blocks) == end - start
 }
 
 /// The end of a fetch of `run`: its blocks cached when it succeeded, no longer in flight
