@@ -14,10 +14,12 @@ use bytes::Bytes;
 /// consumer's sparse reads are covered.
 pub const BLOCK_SIZE: u64 = 64 << 10;
 
-/// The most blocks one GET fetches (8 MiB): on a loopback S3 server a GET costs about
-/// what 0.7 MB of its body does (measured with versitygw, format §7.3), so requests of a
-/// few MiB leave little of that fixed cost; one slow request still holds little back.
-pub const CHUNK_BLOCKS: u64 = 128;
+/// The most blocks one GET fetches (16 MiB): versitygw (the loopback S3 server of
+/// `bench tier`) spends about 1.5 ms of CPU on a GET whatever its length (it allocates a
+/// large buffer per request) and 0.4 ns per byte sent, so a GET's fixed cost is worth
+/// about 4 MB of body; at 16 MiB it is a fifth of the request's cost, and one slow
+/// request still holds little back.
+pub const CHUNK_BLOCKS: u64 = 256;
 
 /// Blocks between two wanted ones that a background fetch takes too, to make one GET of
 /// two: up to 1 MiB, about what a GET's fixed cost is worth in bytes. A consumer of one
@@ -123,6 +125,12 @@ impl BlockCache {
         };
         self.streaks.insert(segment, (index, streak));
         streak >= SEQUENTIAL_STREAK
+    }
+
+    /// The most blocks one background fetch may ask for: half the cache, so that what is
+    /// fetched ahead is not pushed out by the rest of the same fetch before it is read.
+    pub fn fetch_ahead_limit(&self) -> usize {
+        self.capacity_blocks / 2
     }
 
     pub fn forget_segment(&mut self, start_offset: u64) {

@@ -167,8 +167,10 @@ impl RemoteLog {
         let blocks = segment.size.div_ceil(BLOCK_SIZE);
         let mine: Vec<u64> = {
             let mut cache = self.cache.0.lock().expect("block cache lock");
+            let limit = cache.fetch_ahead_limit();
             wanted
                 .take_while(|&index| index < blocks)
+                .take(limit)
                 .filter(|&index| {
                     let key: BlockKey = (segment.start_offset, index);
                     let missing = cache.missing(key);
