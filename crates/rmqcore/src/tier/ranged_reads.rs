@@ -161,16 +161,26 @@ impl RemoteLog {
     }
 
     /// Fetch the blocks `wanted` (ascending) of `segment` that are neither cached nor
-    /// being fetched, in the background, one GET per run. A failed fetch is dropped: the
-    /// reader that wants the block fetches it itself and sees the error.
-    fn fetch_in_background(&self, segment: &TieredSegment, wanted: impl Iterator<Item = u64>) {
+    /// being fetched, in the background, one GET per run; at most `budget` blocks are
+    /// taken from `wanted` (cached ones count: they are read ahead too), and the budget
+    /// is reduced by as many. A failed fetch is dropped: the reader that wants the block
+    /// fetches it itself and sees the error.
+    fn fetch_in_background(
+        &self,
+        segment: &TieredSegment,
+        wanted: impl Iterator<Item = u64>,
+        budget: &mut usize,
+    ) {
         let blocks = segment.size.div_ceil(BLOCK_SIZE);
         let mine: Vec<u64> = {
             let mut cache = self.cache.0.lock().expect("block cache lock");
-            let limit = cache.fetch_ahead_limit();
             wanted
                 .take_while(|&index| index < blocks)
-                .take(limit)
+                .take_while(|_| {
+                    let left = *budget > 0;
+                    *budget = budget.saturating_sub(1);
+                    left
+                })
                 .filter(|&index| {
                     let key: BlockKey = (segment.start_offset, index);
                     let missing = cache.missing(key);
@@ -207,19 +217,28 @@ impl RemoteLog {
         }
     }
 
+    fn fetch_ahead_limit(&self) -> usize {
+        let cache = self.cache.0.lock().expect("block cache lock");
+        cache.fetch_ahead_limit()
+    }
+
     /// A reader going through `segment` block after block will want the rest of its
     /// chunk and the chunks after it.
     fn read_ahead(&self, segment: &TieredSegment, index: u64) {
         let blocks = segment.size.div_ceil(BLOCK_SIZE);
         let until = ((index / CHUNK_BLOCKS + 1 + READ_AHEAD_CHUNKS) * CHUNK_BLOCKS).min(blocks);
-        self.fetch_in_background(segment, index + 1..until);
+        let mut budget = self.fetch_ahead_limit();
+        self.fetch_in_background(segment, index + 1..until, &mut budget);
     }
 
     /// Records that a reader will read soon, as (commit-log offset, size): their blocks
     /// are fetched in the background, so that the fetch overlaps the reader's work and
     /// records far apart (a queue's records among many other queues') cost only the
     /// blocks covering them; gaps of up to `FILL_GAP_BLOCKS` are fetched with them.
+    /// All the blocks one call names count against one budget, half the cache (see
+    /// `BlockCache::fetch_ahead_limit`); records past it are fetched when read.
     pub fn prefetch(&self, records: &[(u64, u32)]) {
+        let mut budget = self.fetch_ahead_limit();
         let mut segment: Option<TieredSegment> = None;
         let mut wanted: Vec<u64> = Vec::new();
         for &(offset, size) in records {
@@ -227,7 +246,8 @@ impl RemoteLog {
                 .is_some_and(|s| offset >= s.start_offset && offset < s.start_offset + s.size);
             if !inside {
                 if let Some(previous) = segment.take() {
-                    self.fetch_in_background(&previous, fill_gaps(&wanted).into_iter());
+                    let filled = fill_gaps(&wanted).into_iter();
+                    self.fetch_in_background(&previous, filled, &mut budget);
                     wanted.clear();
                 }
                 segment = self.segment_holding(offset);
@@ -242,7 +262,7 @@ impl RemoteLog {
             }
         }
         if let Some(last) = segment {
-            self.fetch_in_background(&last, fill_gaps(&wanted).into_iter());
+            self.fetch_in_background(&last, fill_gaps(&wanted).into_iter(), &mut budget);
         }
     }
 }
