@@ -13,14 +13,12 @@ use std::sync::{Arc, Mutex};
 use crate::commit_log::CommitLog;
 use crate::consume_queue::ConsumeQueue;
 
-/// Entries per group: with 1 KiB records a group of one of 4 interleaved queues spans
-/// about 9 MiB of the log, fetched in one or two GETs (a GET's fixed cost is worth about
-/// 4 MB of body on the loopback S3 server, `tier::block_cache::CHUNK_BLOCKS`).
-const GROUP: i64 = 2048;
-/// Groups hinted ahead of the one a pull starts in: with 1 KiB records, about 4 MiB of
+/// Entries per group.
+const GROUP: i64 = 1024;
+/// Groups hinted ahead of the one a pull starts in: with 1 KiB records, about 3 MiB of
 /// one queue's records in flight or cached ahead of its consumer (what one hint fetches
 /// is bounded by the read cache, `BlockCache::fetch_ahead_limit`).
-const GROUPS_AHEAD: i64 = 2;
+const GROUPS_AHEAD: i64 = 3;
 /// Queues remembered; past this the memory is cleared (a hint is only a hint).
 const MAX_QUEUES: usize = 4096;
 

@@ -14,12 +14,13 @@ use bytes::Bytes;
 /// consumer's sparse reads are covered.
 pub const BLOCK_SIZE: u64 = 64 << 10;
 
-/// The most blocks one GET fetches (16 MiB): versitygw (the loopback S3 server of
+/// The most blocks one GET fetches (8 MiB): versitygw (the loopback S3 server of
 /// `bench tier`) spends about 1.5 ms of CPU on a GET whatever its length (it allocates a
 /// large buffer per request) and 0.4 ns per byte sent, so a GET's fixed cost is worth
-/// about 4 MB of body; at 16 MiB it is a fifth of the request's cost, and one slow
-/// request still holds little back.
-pub const CHUNK_BLOCKS: u64 = 256;
+/// about 4 MB of body. 16 MiB GETs (with 2,048-entry queue hints) made fewer requests,
+/// but with four consumers of one span their read-ahead outgrew the 64 MiB cache and
+/// pushed out blocks before they were read (`bench tier`, 2 GiB: 121x the body fetched).
+pub const CHUNK_BLOCKS: u64 = 128;
 
 /// Blocks between two wanted ones that a background fetch takes too, to make one GET of
 /// two: up to 1 MiB, about what a GET's fixed cost is worth in bytes. A consumer of one
