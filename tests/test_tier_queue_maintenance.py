@@ -102,6 +102,34 @@ def test_rebuild_of_a_store_whose_queue_files_are_evicted_keeps_every_message(
     reopened.close()
 
 
+def test_rebuild_of_a_store_reopened_without_its_queue_file_size_keeps_the_recorded_layout(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """Reopened with the default queue-file size (300,000 entries), a rebuild still writes
+    files of the size the tier recorded for the queue (100 entries), so the new local files
+    line up with the evicted ones the state lists, and retention and a reopen agree."""
+    path = tmp_path / "store"
+    evicted_store(path, aws_env, s3_bucket)
+    store = rmq.Store(str(path))
+    before = {q: read_all(store, q) for q in (0, 1)}
+    assert store.rebuild() == 1500
+    assert {q: read_all(store, q) for q in (0, 1)} == before
+    recorded = {file["size"] for file in tier_state(path)["consumeQueues"].values()}
+    assert recorded == {ENTRIES_PER_FILE * 20}
+    for queue_dir in (path / "consumequeue" / "Orders").iterdir():
+        sizes = {f.stat().st_size for f in queue_dir.iterdir()}
+        assert sizes == {ENTRIES_PER_FILE * 20}, (queue_dir, sizes)
+    store.upload_to_tier()
+    store.run_retention()
+    for key, file in tier_state(path)["consumeQueues"].items():
+        assert (path / "consumequeue" / key).exists() == file["local"], key
+    assert {q: read_all(store, q) for q in (0, 1)} == before
+    store.close()
+    reopened = rmq.Store(str(path))
+    assert {q: read_all(reopened, q) for q in (0, 1)} == before
+    reopened.close()
+
+
 def test_a_store_with_evicted_queue_files_opens_while_the_server_is_down(
     tmp_path: Path, aws_env: S3Server, s3_bucket: str
 ) -> None:

@@ -99,3 +99,45 @@ def test_reading_every_queue_in_turn_fetches_each_byte_about_once(
     spent = fetched(store) - before
     assert spent < 1.3 * evicted_bytes(store), (spent, evicted_bytes(store))
     store.close()
+
+
+def test_a_hint_larger_than_the_read_cache_is_fetched_within_it(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """One queue of 48 KiB messages: a pull's hint names about 96 MiB of records, more than
+    the 64 MiB read cache. What is fetched ahead is capped at half the cache, so no fetched
+    block is pushed out by the rest of its own hint before it is read: every byte is
+    fetched about once, and every record arrives intact."""
+    big = 48 << 10
+    store = rmq.Store(
+        str(tmp_path / "store"),
+        commitlog_segment_size=16 << 20,
+        tier_url=f"s3://{s3_bucket}/shard-0",
+        tier_endpoint=aws_env.endpoint,
+        local_retention_bytes=0,
+    )
+    store.create_topic("Big", 1)
+
+    def big_body(i: int) -> bytes:
+        return f"big:{i}:".encode().ljust(big, b"y")
+
+    count = 0
+    while store.commitlog_max_offset() < 6 * (16 << 20) + (1 << 20):
+        store.put_batch("Big", 0, [rmq.Message(big_body(count + j)) for j in range(64)])
+        count += 64
+    assert store.upload_to_tier() >= 6
+    store.run_retention()
+    evicted = evicted_bytes(store)
+    assert evicted >= 6 * (16 << 20)
+    before = fetched(store)
+    bodies: list[bytes] = []
+    offset = store.min_offset("Big", 0)
+    while offset < count:
+        batch = store.get("Big", 0, offset, 32)
+        assert batch, f"stopped at {offset} of {count}"
+        bodies.extend(m.body for m in batch)
+        offset = batch[-1].queue_offset + 1
+    assert bodies == [big_body(i) for i in range(count)]
+    spent = fetched(store) - before
+    assert spent < 1.2 * evicted, (spent, evicted)
+    store.close()

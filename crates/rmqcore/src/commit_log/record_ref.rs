@@ -1,7 +1,7 @@
 //! A record held for reading: in place in a mapped segment (which stays mapped while the
 //! reference lives), or in bytes fetched from the tier.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -19,7 +19,8 @@ enum Backing {
     Fetched {
         bytes: Bytes,
         offset: u64,
-        object: PathBuf,
+        /// Shared by the records of one object (naming it costs a format per record).
+        object: Arc<Path>,
     },
 }
 
@@ -37,7 +38,7 @@ impl RecordRef {
         }
     }
 
-    pub(super) fn fetched(bytes: Bytes, offset: u64, object: PathBuf) -> Self {
+    pub(super) fn fetched(bytes: Bytes, offset: u64, object: Arc<Path>) -> Self {
         RecordRef {
             length: bytes.len(),
             backing: Backing::Fetched {

@@ -1,7 +1,7 @@
 //! The commit log's segments that only the tier holds: reads fall through to them when no
 //! local segment has the offset, and are validated exactly as local reads are.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -23,7 +23,7 @@ pub trait RemoteSegments: Send + Sync + std::fmt::Debug {
     /// The segment holding `offset`, as (start offset, size).
     fn holding(&self, offset: u64) -> Option<(u64, u64)>;
     /// How errors name the segment's copy.
-    fn object_name(&self, start_offset: u64) -> PathBuf;
+    fn object_name(&self, start_offset: u64) -> Arc<Path>;
     /// `length` bytes at `position` of the segment (fewer at its end).
     fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes>;
     /// The whole segment, checked against what was stored.
@@ -111,7 +111,7 @@ impl CommitLog {
         };
         let object = remote.object_name(start_offset);
         let position = offset - start_offset;
-        let corrupt = |reason: String| Error::corrupt(&object, position, reason);
+        let corrupt = |reason: String| Error::corrupt(&*object, position, reason);
         // Most records are shorter than this: one read (one GET when not cached) gets the
         // length and the record, even when the record crosses into the next block.
         let first = remote.read(start_offset, position, FIRST_READ)?;

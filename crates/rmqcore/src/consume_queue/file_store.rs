@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
+use crate::consume_queue::entry::ENTRY_SIZE;
 use crate::consume_queue::file::FileConsumeQueue;
 use crate::consume_queue::remote::{RemoteQueueFiles, SealedQueueFile};
 use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore};
@@ -125,11 +126,16 @@ impl ConsumeQueueStore for FileConsumeQueueStore {
             return Ok(Arc::clone(queue) as Arc<dyn ConsumeQueue>);
         }
         let path = self.dir.join(topic).join(queue_id.to_string());
+        let entries_per_file = self
+            .remote
+            .as_ref()
+            .and_then(|remote| remote.recorded_file_size(topic, queue_id))
+            .map_or(self.entries_per_file, |size| size as usize / ENTRY_SIZE);
         let queue = Arc::new(FileConsumeQueue::load(
             &path,
             topic,
             queue_id,
-            self.entries_per_file,
+            entries_per_file,
             true,
             self.remote.clone(),
         )?);

@@ -17,6 +17,10 @@ pub trait RemoteQueueFiles: Send + Sync + std::fmt::Debug {
     /// The whole file, checked against the size and CRC32 recorded at upload: a range of
     /// 20-byte entries carries no checksum of its own, so nothing less can be trusted.
     fn read_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<Bytes>;
+    /// The size in bytes of the queue's files the tier records (evicted or not), if any:
+    /// a queue made again (a rebuild) keeps that layout whatever the store was opened
+    /// with, so its new files line up with the recorded ones.
+    fn recorded_file_size(&self, topic: &str, queue_id: i32) -> Option<u64>;
     /// A read failed (bucket unreachable, object changed or gone): kept for the tier's
     /// status, beside the error the read returns.
     fn note_read_failure(&self, error: &crate::error::Error);

@@ -16,7 +16,8 @@ use crate::consume_queue::ConsumeQueue;
 /// Entries per group.
 const GROUP: i64 = 1024;
 /// Groups hinted ahead of the one a pull starts in: with 1 KiB records, about 3 MiB of
-/// one queue's records in flight or cached ahead of its consumer.
+/// one queue's records in flight or cached ahead of its consumer (what one hint fetches
+/// is bounded by the read cache, `BlockCache::fetch_ahead_limit`).
 const GROUPS_AHEAD: i64 = 3;
 /// Queues remembered; past this the memory is cleared (a hint is only a hint).
 const MAX_QUEUES: usize = 4096;

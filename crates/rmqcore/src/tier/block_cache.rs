@@ -14,9 +14,12 @@ use bytes::Bytes;
 /// consumer's sparse reads are covered.
 pub const BLOCK_SIZE: u64 = 64 << 10;
 
-/// The most blocks one GET fetches (8 MiB): on a loopback S3 server a GET costs about
-/// what 0.7 MB of its body does (measured with versitygw, format §7.3), so requests of a
-/// few MiB leave little of that fixed cost; one slow request still holds little back.
+/// The most blocks one GET fetches (8 MiB): versitygw (the loopback S3 server of
+/// `bench tier`) spends about 1.5 ms of CPU on a GET whatever its length (it allocates a
+/// large buffer per request) and 0.4 ns per byte sent, so a GET's fixed cost is worth
+/// about 4 MB of body. 16 MiB GETs (with 2,048-entry queue hints) made fewer requests,
+/// but with four consumers of one span their read-ahead outgrew the 64 MiB cache and
+/// pushed out blocks before they were read (`bench tier`, 2 GiB: 121x the body fetched).
 pub const CHUNK_BLOCKS: u64 = 128;
 
 /// Blocks between two wanted ones that a background fetch takes too, to make one GET of
@@ -125,6 +128,12 @@ impl BlockCache {
         streak >= SEQUENTIAL_STREAK
     }
 
+    /// The most blocks one background fetch may ask for: half the cache, so that what is
+    /// fetched ahead is not pushed out by the rest of the same fetch before it is read.
+    pub fn fetch_ahead_limit(&self) -> usize {
+        self.capacity_blocks / 2
+    }
+
     pub fn forget_segment(&mut self, start_offset: u64) {
         self.streaks.remove(&start_offset);
         let gone: Vec<(BlockKey, u64)> = self
@@ -138,6 +147,37 @@ impl BlockCache {
             self.by_use.remove(&used);
         }
     }
+}
+
+/// A GET's body, as it arrives, cut into `block`-byte pieces, each its own buffer (the
+/// last shorter at the body's end): each byte is copied once, from the HTTP client's
+/// buffers into the piece that keeps it. A piece never shares a buffer with another, so
+/// the cache's bound counts what it holds (a slice of one large buffer would keep all of
+/// it alive for as long as any one block is cached).
+pub async fn collect_blocks<S, E>(mut body: S, block: usize) -> Result<Vec<Bytes>, E>
+where
+    S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    use futures::StreamExt;
+    let mut blocks = Vec::new();
+    let mut current: Vec<u8> = Vec::with_capacity(block);
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk?;
+        let mut rest = &chunk[..];
+        while !rest.is_empty() {
+            let take = (block - current.len()).min(rest.len());
+            current.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            if current.len() == block {
+                let full = std::mem::replace(&mut current, Vec::with_capacity(block));
+                blocks.push(Bytes::from(full));
+            }
+        }
+    }
+    if !current.is_empty() {
+        blocks.push(Bytes::from(current));
+    }
+    Ok(blocks)
 }
 
 /// Consecutive missing blocks grouped into the runs one GET each fetches: `blocks` in
@@ -247,6 +287,31 @@ mod tests {
         assert_eq!(
             fill_gaps(&[0, FILL_GAP_BLOCKS + 1]),
             (0..DENSE_ALIGN_BLOCKS).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_body_is_cut_into_blocks_whatever_its_chunks() {
+        let body: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        let chunks: Vec<Result<Bytes, ()>> = [0..1, 1..4000, 4000..4096, 4096..9999, 9999..10_000]
+            .into_iter()
+            .map(|range| Ok(Bytes::copy_from_slice(&body[range])))
+            .collect();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let blocks = runtime
+            .block_on(collect_blocks(futures::stream::iter(chunks), 4096))
+            .unwrap();
+        let lengths: Vec<usize> = blocks.iter().map(Bytes::len).collect();
+        assert_eq!(lengths, vec![4096, 4096, 10_000 - 8192]);
+        assert_eq!(blocks.concat(), body);
+        let failed: Vec<Result<Bytes, &str>> = vec![Ok(Bytes::from_static(b"x")), Err("cut")];
+        let outcome = runtime.block_on(collect_blocks(futures::stream::iter(failed), 4096));
+        assert_eq!(
+            outcome,
+            Err("cut"),
+            "a body cut short is an error, not fewer blocks"
         );
     }
 

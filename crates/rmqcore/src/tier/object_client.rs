@@ -15,8 +15,8 @@ use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    Attribute, Attributes, ClientOptions, GetOptions, ObjectStore, PutMultipartOptions, PutPayload,
-    RetryConfig, WriteMultipart,
+    Attribute, Attributes, ClientOptions, GetOptions, GetResult, ObjectStore, PutMultipartOptions,
+    PutPayload, RetryConfig, WriteMultipart,
 };
 use tokio::runtime::Runtime;
 
@@ -211,11 +211,40 @@ impl ObjectClient {
         crc32: u32,
     ) -> Result<Bytes> {
         let offset = range.start;
-        let fetched = self
-            .runtime
-            .block_on(get_checked(&self.store, object, range, size, crc32));
+        let fetched = self.runtime.block_on(async {
+            match get_checked(&self.store, object, range, size, crc32).await? {
+                Ok(result) => result.bytes().await.map(Ok),
+                Err(reason) => Ok(Err(reason)),
+            }
+        });
+        self.settled(object, offset, fetched)
+    }
+
+    /// `get_recorded`, its body cut into `block`-byte pieces as it arrives (the last one
+    /// shorter at the range's end): each byte is copied once, into the piece that keeps
+    /// it, instead of into one buffer for the whole range and again into the pieces.
+    pub fn get_recorded_blocks(
+        &self,
+        object: &ObjectPath,
+        range: Range<u64>,
+        (size, crc32): (u64, u32),
+        block: usize,
+    ) -> Result<Vec<Bytes>> {
+        let offset = range.start;
+        let fetched =
+            self.runtime
+                .block_on(get_blocks(&self.store, object, range, (size, crc32), block));
+        self.settled(object, offset, fetched)
+    }
+
+    fn settled<T>(
+        &self,
+        object: &ObjectPath,
+        offset: u64,
+        fetched: std::result::Result<std::result::Result<T, String>, object_store::Error>,
+    ) -> Result<T> {
         match fetched {
-            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Ok(value)) => Ok(value),
             Ok(Err(reason)) => Err(Error::tier_object_changed(
                 self.location.describe(object),
                 offset,
@@ -225,18 +254,19 @@ impl ObjectClient {
         }
     }
 
-    /// `get_recorded` in the background, handing the bytes (None on any failure) to
-    /// `done` (read-ahead: a reader that wants them fetches them itself and sees why).
-    pub fn spawn_get_recorded(
+    /// `get_recorded_blocks` in the background, handing the pieces (None on any failure)
+    /// to `done` (read-ahead: a reader that wants them fetches them itself and sees why).
+    pub fn spawn_get_recorded_blocks(
         &self,
         object: ObjectPath,
         range: Range<u64>,
-        (size, crc32): (u64, u32),
-        done: impl FnOnce(Option<Bytes>) + Send + 'static,
+        recorded: (u64, u32),
+        block: usize,
+        done: impl FnOnce(Option<Vec<Bytes>>) + Send + 'static,
     ) {
         let store = self.store.clone();
         self.runtime.spawn(async move {
-            let fetched = get_checked(&store, &object, range, size, crc32).await;
+            let fetched = get_blocks(&store, &object, range, recorded, block).await;
             done(fetched.ok().and_then(|checked| checked.ok()));
         });
     }
@@ -261,16 +291,20 @@ impl ObjectClient {
     }
 }
 
-/// One ranged GET of a recorded object, checked against its record: Ok(Err(why)) when
-/// the object is gone or its size or CRC32 (as the GET answers them) is not the one
-/// recorded at upload.
+/// What `get_checked` found: the answer to read the body from, or why the object is not
+/// the one recorded.
+type Checked<T> = std::result::Result<std::result::Result<T, String>, object_store::Error>;
+
+/// One ranged GET of a recorded object, checked against its record before its body is
+/// read: Ok(Err(why)) when the object is gone or its size or CRC32 (as the GET answers
+/// them) is not the one recorded at upload.
 async fn get_checked(
     store: &AmazonS3,
     object: &ObjectPath,
     range: Range<u64>,
     size: u64,
     crc32: u32,
-) -> std::result::Result<std::result::Result<Bytes, String>, object_store::Error> {
+) -> Checked<GetResult> {
     let options = GetOptions {
         range: Some(range.into()),
         ..GetOptions::default()
@@ -296,7 +330,23 @@ async fn get_checked(
             found_crc.map_or("(none recorded)".into(), |c| format!("{c:08x}"))
         )));
     }
-    result.bytes().await.map(Ok)
+    Ok(Ok(result))
+}
+
+/// `get_checked`, then its body cut into `block`-byte pieces as it arrives.
+async fn get_blocks(
+    store: &AmazonS3,
+    object: &ObjectPath,
+    range: Range<u64>,
+    (size, crc32): (u64, u32),
+    block: usize,
+) -> Checked<Vec<Bytes>> {
+    match get_checked(store, object, range, size, crc32).await? {
+        Ok(result) => super::block_cache::collect_blocks(result.into_stream(), block)
+            .await
+            .map(Ok),
+        Err(reason) => Ok(Err(reason)),
+    }
 }
 
 /// The server's reason, without the crate's nesting of wrappers or the XML body.

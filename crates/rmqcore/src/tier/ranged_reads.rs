@@ -133,37 +133,54 @@ impl RemoteLog {
     fn fetch_run(&self, segment: &TieredSegment, run: RangeInclusive<u64>) -> Result<Vec<Bytes>> {
         let (start, end) = run_bytes(segment, &run);
         let object = self.client.location().segment(segment.start_offset);
-        let outcome = self.counted_get(&object, start..end, (segment.size, segment.crc32));
+        let outcome = self.counted_get_blocks(&object, start..end, (segment.size, segment.crc32));
         let blocks = outcome
             .as_ref()
             .ok()
-            .filter(|bytes| bytes.len() as u64 == end - start)
-            .map(|bytes| split(bytes, start, end));
-        settle(&self.cache, segment.start_offset, &run, blocks.as_deref());
+            .filter(|blocks| whole(blocks, start, end));
+        settle(
+            &self.cache,
+            segment.start_offset,
+            &run,
+            blocks.map(Vec::as_slice),
+        );
         let got = outcome?;
-        blocks.ok_or_else(|| {
-            Error::tier_object_changed(
-                self.client.location().describe(&object),
-                start,
-                format!(
-                    "it is shorter than the {} bytes uploaded (a read of {start}..{end} gave {} \
-                     bytes)",
-                    segment.size,
-                    got.len()
-                ),
-            )
-        })
+        if whole(&got, start, end) {
+            return Ok(got);
+        }
+        Err(Error::tier_object_changed(
+            self.client.location().describe(&object),
+            start,
+            format!(
+                "it is shorter than the {} bytes uploaded (a read of {start}..{end} gave {} \
+                 bytes)",
+                segment.size,
+                fetched_len(&got)
+            ),
+        ))
     }
 
     /// Fetch the blocks `wanted` (ascending) of `segment` that are neither cached nor
-    /// being fetched, in the background, one GET per run. A failed fetch is dropped: the
-    /// reader that wants the block fetches it itself and sees the error.
-    fn fetch_in_background(&self, segment: &TieredSegment, wanted: impl Iterator<Item = u64>) {
+    /// being fetched, in the background, one GET per run; at most `budget` blocks are
+    /// taken from `wanted` (cached ones count: they are read ahead too), and the budget
+    /// is reduced by as many. A failed fetch is dropped: the reader that wants the block
+    /// fetches it itself and sees the error.
+    fn fetch_in_background(
+        &self,
+        segment: &TieredSegment,
+        wanted: impl Iterator<Item = u64>,
+        budget: &mut usize,
+    ) {
         let blocks = segment.size.div_ceil(BLOCK_SIZE);
         let mine: Vec<u64> = {
             let mut cache = self.cache.0.lock().expect("block cache lock");
             wanted
                 .take_while(|&index| index < blocks)
+                .take_while(|_| {
+                    let left = *budget > 0;
+                    *budget = budget.saturating_sub(1);
+                    left
+                })
                 .filter(|&index| {
                     let key: BlockKey = (segment.start_offset, index);
                     let missing = cache.missing(key);
@@ -181,20 +198,28 @@ impl RemoteLog {
             let reads = Arc::clone(&self.reads);
             let start_offset = segment.start_offset;
             let recorded = (segment.size, segment.crc32);
-            self.client
-                .spawn_get_recorded(object.clone(), start..end, recorded, move |bytes| {
-                    if let Some(bytes) = &bytes {
+            self.client.spawn_get_recorded_blocks(
+                object.clone(),
+                start..end,
+                recorded,
+                BLOCK_SIZE as usize,
+                move |blocks| {
+                    if let Some(blocks) = &blocks {
                         reads.range_reads.fetch_add(1, Ordering::Relaxed);
                         reads
                             .bytes_fetched
-                            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                            .fetch_add(fetched_len(blocks), Ordering::Relaxed);
                     }
-                    let blocks = bytes
-                        .filter(|bytes| bytes.len() as u64 == end - start)
-                        .map(|bytes| split(&bytes, start, end));
+                    let blocks = blocks.filter(|blocks| whole(blocks, start, end));
                     settle(&cache, start_offset, &run, blocks.as_deref());
-                });
+                },
+            );
         }
+    }
+
+    fn fetch_ahead_limit(&self) -> usize {
+        let cache = self.cache.0.lock().expect("block cache lock");
+        cache.fetch_ahead_limit()
     }
 
     /// A reader going through `segment` block after block will want the rest of its
@@ -202,14 +227,18 @@ impl RemoteLog {
     fn read_ahead(&self, segment: &TieredSegment, index: u64) {
         let blocks = segment.size.div_ceil(BLOCK_SIZE);
         let until = ((index / CHUNK_BLOCKS + 1 + READ_AHEAD_CHUNKS) * CHUNK_BLOCKS).min(blocks);
-        self.fetch_in_background(segment, index + 1..until);
+        let mut budget = self.fetch_ahead_limit();
+        self.fetch_in_background(segment, index + 1..until, &mut budget);
     }
 
     /// Records that a reader will read soon, as (commit-log offset, size): their blocks
     /// are fetched in the background, so that the fetch overlaps the reader's work and
     /// records far apart (a queue's records among many other queues') cost only the
     /// blocks covering them; gaps of up to `FILL_GAP_BLOCKS` are fetched with them.
+    /// All the blocks one call names count against one budget, half the cache (see
+    /// `BlockCache::fetch_ahead_limit`); records past it are fetched when read.
     pub fn prefetch(&self, records: &[(u64, u32)]) {
+        let mut budget = self.fetch_ahead_limit();
         let mut segment: Option<TieredSegment> = None;
         let mut wanted: Vec<u64> = Vec::new();
         for &(offset, size) in records {
@@ -217,7 +246,8 @@ impl RemoteLog {
                 .is_some_and(|s| offset >= s.start_offset && offset < s.start_offset + s.size);
             if !inside {
                 if let Some(previous) = segment.take() {
-                    self.fetch_in_background(&previous, fill_gaps(&wanted).into_iter());
+                    let filled = fill_gaps(&wanted).into_iter();
+                    self.fetch_in_background(&previous, filled, &mut budget);
                     wanted.clear();
                 }
                 segment = self.segment_holding(offset);
@@ -232,7 +262,7 @@ impl RemoteLog {
             }
         }
         if let Some(last) = segment {
-            self.fetch_in_background(&last, fill_gaps(&wanted).into_iter());
+            self.fetch_in_background(&last, fill_gaps(&wanted).into_iter(), &mut budget);
         }
     }
 }
@@ -244,21 +274,14 @@ fn run_bytes(segment: &TieredSegment, run: &RangeInclusive<u64>) -> (u64, u64) {
     (start, end)
 }
 
-/// `bytes` (a whole run, starting at `start`) cut into its blocks, each copied into its
-/// own buffer: a slice would keep the whole GET's buffer (up to 8 MiB) alive for as long
-/// as any one of its blocks is cached, and the cache's bound would not hold. The copy
-/// costs about a twentieth of what fetching the bytes does.
-fn split(bytes: &Bytes, start: u64, end: u64) -> Vec<Bytes> {
-    if end - start <= BLOCK_SIZE {
-        return vec![bytes.clone()];
-    }
-    (0..(end - start).div_ceil(BLOCK_SIZE))
-        .map(|i| {
-            let from = (i * BLOCK_SIZE) as usize;
-            let to = ((i + 1) * BLOCK_SIZE).min(end - start) as usize;
-            Bytes::copy_from_slice(&bytes[from..to])
-        })
-        .collect()
+/// Bytes in fetched blocks.
+fn fetched_len(blocks: &[Bytes]) -> u64 {
+    blocks.iter().map(|block| block.len() as u64).sum()
+}
+
+/// Whether `blocks` hold all of `start..end` (a GET answers short when the object is).
+fn whole(blocks: &[Bytes], start: u64, end: u64) -> bool {
+    fetched_len(blocks) == end - start
 }
 
 /// The end of a fetch of `run`: its blocks cached when it succeeded, no longer in flight

@@ -30,6 +30,9 @@ pub struct RemoteLog {
     pub(super) queue_files: Mutex<super::remote_index::SlotTables>,
     /// The last failed read of a queue file, for the status.
     pub(super) queue_read_failure: Mutex<Option<String>>,
+    /// The object name records read last were read from: a reader going through a
+    /// segment names it once, not once per record.
+    last_object_name: Mutex<Option<(u64, Arc<Path>)>>,
 }
 
 /// What reads of evicted segments cost: requests to the bucket and what they fetched.
@@ -72,6 +75,25 @@ impl RemoteLog {
         Ok(bytes)
     }
 
+    /// `counted_get`, the body cut into cache blocks as it arrives.
+    pub(super) fn counted_get_blocks(
+        &self,
+        object: &object_store::path::Path,
+        range: std::ops::Range<u64>,
+        recorded: (u64, u32),
+    ) -> Result<Vec<Bytes>> {
+        let block = super::block_cache::BLOCK_SIZE as usize;
+        let blocks = self
+            .client
+            .get_recorded_blocks(object, range, recorded, block)?;
+        self.reads.range_reads.fetch_add(1, Ordering::Relaxed);
+        let fetched: u64 = blocks.iter().map(|b| b.len() as u64).sum();
+        self.reads
+            .bytes_fetched
+            .fetch_add(fetched, Ordering::Relaxed);
+        Ok(blocks)
+    }
+
     pub fn new(client: Arc<ObjectClient>, root: &Path, state: TierState, cache_bytes: u64) -> Self {
         RemoteLog {
             client,
@@ -82,6 +104,7 @@ impl RemoteLog {
             slot_tables: Mutex::new(super::remote_index::SlotTables::new(cache_bytes / 4)),
             queue_files: Mutex::new(super::remote_index::SlotTables::new(cache_bytes / 4)),
             queue_read_failure: Mutex::new(None),
+            last_object_name: Mutex::new(None),
         }
     }
 
@@ -165,9 +188,18 @@ impl crate::commit_log::RemoteSegments for RemoteLog {
             .map(|segment| (segment.start_offset, segment.size))
     }
 
-    fn object_name(&self, start_offset: u64) -> PathBuf {
-        let location = self.client.location();
-        PathBuf::from(location.describe(&location.segment(start_offset)))
+    fn object_name(&self, start_offset: u64) -> Arc<Path> {
+        let mut last = self.last_object_name.lock().expect("object name lock");
+        match &*last {
+            Some((start, name)) if *start == start_offset => Arc::clone(name),
+            _ => {
+                let location = self.client.location();
+                let name: Arc<Path> =
+                    PathBuf::from(location.describe(&location.segment(start_offset))).into();
+                *last = Some((start_offset, Arc::clone(&name)));
+                name
+            }
+        }
     }
 
     fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes> {

@@ -87,6 +87,18 @@ impl RemoteQueueFiles for RemoteLog {
         Ok(bytes)
     }
 
+    fn recorded_file_size(&self, topic: &str, queue_id: i32) -> Option<u64> {
+        let prefix = format!("{topic}/{queue_id}/");
+        let state = self.state.read().expect("tier state lock");
+        let size = state
+            .consume_queues
+            .range(prefix.clone()..)
+            .take_while(|(key, _)| key.starts_with(&prefix))
+            .map(|(_, file)| file.size)
+            .max();
+        size
+    }
+
     fn note_read_failure(&self, error: &Error) {
         *self
             .queue_read_failure
