@@ -8,8 +8,14 @@
 ``module_brokers`` is the same for brokers a module's tests share (a module-scoped
 fixture of the module starts them). See tests/support/brokers.py.
 
+``broker`` is a two-shard broker a module's tests share, and ``client`` a client of it
+(a module that needs another broker defines its own).
+
 ``s3_server`` is a real S3-compatible server (versitygw) for the session and ``s3_bucket``
 a fresh bucket on it for one test. See tests/support/s3_server.py.
+
+``spark`` is a local Spark session with rmq's data source for one module's tests (a
+module that needs other settings defines its own). See tests/support/spark_session.py.
 
 ``harness`` is RocketMQ's own store library (the Java harness under tests/interop/), for
 the interop tests. See tests/support/rocketmq_interop.py.
@@ -21,8 +27,11 @@ import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rmq.client import Client
+from rmq.cluster.local import LocalBroker
 
 from tests.support.brokers import Brokers
 from tests.support.rocketmq_interop import Harness, build_harness
@@ -47,6 +56,26 @@ def module_brokers(
         yield started
     finally:
         started.stop_all()
+
+
+@pytest.fixture(scope="module")
+def broker(module_brokers: Brokers) -> LocalBroker:
+    return module_brokers.start(shards=2)
+
+
+@pytest.fixture(scope="module")
+def client(module_brokers: Brokers, broker: LocalBroker) -> Client:
+    return module_brokers.client(broker)
+
+
+@pytest.fixture(scope="module")
+def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
+    # Imported here: pyspark is loaded only by the modules that ask for Spark.
+    from tests.support.spark_session import local_spark
+
+    name = request.module.__name__.rpartition(".")[2].removeprefix("test_").replace("_", "-")
+    with local_spark(f"rmq-{name}-tests") as session:
+        yield session
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ import pytest
 import rmq
 from rmq.cluster.local import LocalBroker
 
-from tests.support.brokers import Brokers
 from tests.support.cli import rmq_cli
 
 SUBCOMMANDS = {
@@ -30,11 +29,6 @@ def test_each_subcommand_explains_itself(name: str) -> None:
     text = rmq_cli(name, "--help").stdout.decode()
     for option in SUBCOMMANDS[name]:
         assert option in text, f"rmq {name} --help does not mention {option}"
-
-
-@pytest.fixture(scope="module")
-def broker(module_brokers: Brokers) -> LocalBroker:
-    return module_brokers.start(shards=2)
 
 
 def test_topic_produce_consume_query_round_trip(broker: LocalBroker) -> None:

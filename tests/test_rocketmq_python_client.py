@@ -38,11 +38,6 @@ from tests.support.brokers import Brokers
 QUEUES = 4
 
 
-@pytest.fixture(scope="module")
-def broker(module_brokers: Brokers) -> LocalBroker:
-    return module_brokers.start(shards=2)
-
-
 def new_topic(broker: LocalBroker, brokers: Brokers, queues: int = QUEUES) -> str:
     topic = f"t-{uuid.uuid4().hex[:10]}"
     brokers.client(broker).create_topic(topic, queues)

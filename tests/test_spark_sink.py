@@ -5,7 +5,6 @@ across two runs from one checkpoint."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,25 +13,7 @@ from pyspark.sql import functions as F
 from rmq.client import Client
 from rmq.cluster.local import LocalBroker
 
-from tests.support.brokers import Brokers
-from tests.support.spark_session import local_spark
 from tests.support.spark_streams import collect, send_all
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    with local_spark("rmq-spark-sink-tests") as session:
-        yield session
-
-
-@pytest.fixture(scope="module")
-def broker(module_brokers: Brokers) -> LocalBroker:
-    return module_brokers.start(shards=2)
-
-
-@pytest.fixture(scope="module")
-def client(module_brokers: Brokers, broker: LocalBroker) -> Client:
-    return module_brokers.client(broker)
 
 
 def test_a_batch_write_stores_every_row_and_a_failure_fails_the_job(

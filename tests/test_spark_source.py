@@ -10,7 +10,6 @@ import re
 import shutil
 import struct
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from rmq.spark.arrow import ARROW_SCHEMA
 
-from tests.support.spark_session import local_spark  # fails these tests without Java
-
 SEGMENT_SIZE = 64 * 1024
 TOPICS = ("orders", "payments", "audit")
 SHARDS = ("shard-0", "shard-1")
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    with local_spark("rmq-spark-source-tests") as session:
-        yield session
 
 
 def write_shard(path: Path, store_host: str, seed: int) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,13 +19,6 @@ from rmq.spark.offsets import QueueRange, cap_offsets, group_ranges, plan_ranges
 from rmq.spark.stream_options import parse_stream_options
 
 from tests.support.brokers import Brokers
-from tests.support.spark_session import local_spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    with local_spark("rmq-spark-stream-options-tests") as session:
-        yield session
 
 
 def closed_port() -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +16,7 @@ from pyspark.sql import SparkSession
 from rmq.client import Client
 from rmq.cluster.local import LocalBroker
 
-from tests.support.brokers import Brokers
-from tests.support.spark_session import local_spark
 from tests.support.spark_streams import collect, query_name, run_available_now
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    with local_spark("rmq-spark-stream-read-tests") as session:
-        yield session
-
-
-@pytest.fixture(scope="module")
-def broker(module_brokers: Brokers) -> LocalBroker:
-    return module_brokers.start(shards=2)
-
-
-@pytest.fixture(scope="module")
-def client(module_brokers: Brokers, broker: LocalBroker) -> Client:
-    return module_brokers.client(broker)
 
 
 def test_starting_positions_limits_filters_and_a_narrow_schema(

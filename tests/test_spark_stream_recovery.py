@@ -10,24 +10,15 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from pyspark.sql import SparkSession
 from rmq.client import Client
 from rmq.cluster.local import LocalBroker
 
 from tests.support.brokers import Brokers
 from tests.support.spark_cluster import ROOT, StandaloneCluster, job_command, job_env
-from tests.support.spark_session import local_spark
 from tests.support.spark_streams import Sender, committed_batches, run_available_now, wait_for
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    with local_spark("rmq-spark-stream-recovery-tests") as session:
-        yield session
 
 
 def test_a_query_stopped_restarted_and_killed_on_a_cluster_writes_every_message_once(

@@ -90,16 +90,7 @@ def test_rebuild_of_a_store_whose_queue_files_are_evicted_keeps_every_message(
     assert store.rebuild() == 1500
     assert {q: read_all(store, q) for q in (0, 1)} == before
     assert store.verify().clean
-    store.upload_to_tier()
-    store.run_retention()
-    for key, file in tier_state(path)["consumeQueues"].items():
-        assert (path / "consumequeue" / key).exists() == file["local"], key
-    assert {q: read_all(store, q) for q in (0, 1)} == before
-    store.close()
-    reopened = rmq.Store(str(path))
-    assert [reopened.min_offset("Orders", q) for q in (0, 1)] == [0, 0]
-    assert {q: read_all(reopened, q) for q in (0, 1)} == before
-    reopened.close()
+    evict_then_reopen(store, path, before)
 
 
 def test_rebuild_of_a_store_reopened_without_its_queue_file_size_keeps_the_recorded_layout(
@@ -119,15 +110,7 @@ def test_rebuild_of_a_store_reopened_without_its_queue_file_size_keeps_the_recor
     for queue_dir in (path / "consumequeue" / "Orders").iterdir():
         sizes = {f.stat().st_size for f in queue_dir.iterdir()}
         assert sizes == {ENTRIES_PER_FILE * 20}, (queue_dir, sizes)
-    store.upload_to_tier()
-    store.run_retention()
-    for key, file in tier_state(path)["consumeQueues"].items():
-        assert (path / "consumequeue" / key).exists() == file["local"], key
-    assert {q: read_all(store, q) for q in (0, 1)} == before
-    store.close()
-    reopened = rmq.Store(str(path))
-    assert {q: read_all(reopened, q) for q in (0, 1)} == before
-    reopened.close()
+    evict_then_reopen(store, path, before)
 
 
 def test_a_store_with_evicted_queue_files_opens_while_the_server_is_down(
@@ -150,3 +133,20 @@ def test_a_store_with_evicted_queue_files_opens_while_the_server_is_down(
         aws_env.start()
     assert [m.queue_offset for m in store.get("Orders", 1, 0, 10)] == list(range(10))
     store.close()
+
+
+def evict_then_reopen(
+    store: rmq.Store, path: Path, before: dict[int, list[tuple[int, bytes]]]
+) -> None:
+    """After a rebuild: upload and evict again, then the state and the local files agree,
+    and both the store and a reopened one read ``before`` from offset 0."""
+    store.upload_to_tier()
+    store.run_retention()
+    for key, file in tier_state(path)["consumeQueues"].items():
+        assert (path / "consumequeue" / key).exists() == file["local"], key
+    assert {q: read_all(store, q) for q in (0, 1)} == before
+    store.close()
+    reopened = rmq.Store(str(path))
+    assert [reopened.min_offset("Orders", q) for q in (0, 1)] == [0, 0]
+    assert {q: read_all(reopened, q) for q in (0, 1)} == before
+    reopened.close()
