@@ -18,57 +18,34 @@ use crate::record::message::StoredMessage;
 use crate::record::msg_id::{create_msg_id, decode_msg_id};
 use crate::record::RecordView;
 
-/// Messages of `topic` stored in `[begin, end]` whose `KEYS` tokens or `UNIQ_KEY`
-/// include `key`, newest first, at most `max_count`. Records below `readable_end` only
-/// (under sync flush, unflushed ones are not visible yet); records removed by retention
-/// are gone and not reported.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the store passes its parts and the query"
-)]
-pub fn query_by_key(
+/// A key lookup: messages of `topic` stored in `[begin, end]` whose `KEYS` tokens or
+/// `UNIQ_KEY` include `key`, newest first, at most `max_count`.
+pub struct KeyQuery<'a> {
+    pub topic: &'a str,
+    pub key: &'a str,
+    pub begin: i64,
+    pub end: i64,
+    pub max_count: usize,
+}
+
+/// The records answering `query`, handed to `visit` as views of the log (CRC checked), so
+/// a reader that wants few of a message's fields copies and decodes only those. Records
+/// below `readable_end` only (under sync flush, unflushed ones are not visible yet);
+/// records removed by retention are gone and not reported. Returns how many were visited.
+pub fn visit_by_key(
     commit_log: &CommitLog,
     index: &IndexService,
     readable_end: u64,
-    topic: &str,
-    key: &str,
-    begin: i64,
-    end: i64,
-    max_count: usize,
-) -> Result<Vec<StoredMessage>> {
-    let mut found = Vec::new();
-    visit_by_key(
-        commit_log,
-        index,
-        readable_end,
+    query: &KeyQuery<'_>,
+    mut visit: impl FnMut(&RecordView<'_>),
+) -> Result<usize> {
+    let &KeyQuery {
         topic,
         key,
         begin,
         end,
         max_count,
-        |view| found.push(StoredMessage::from_record(view)),
-    )?;
-    Ok(found)
-}
-
-/// `query_by_key`'s records handed to `visit` as views of the log (CRC checked), so a
-/// reader that wants few of a message's fields copies and decodes only those. Returns how
-/// many were visited.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the store passes its parts and the query"
-)]
-pub fn visit_by_key(
-    commit_log: &CommitLog,
-    index: &IndexService,
-    readable_end: u64,
-    topic: &str,
-    key: &str,
-    begin: i64,
-    end: i64,
-    max_count: usize,
-    mut visit: impl FnMut(&RecordView<'_>),
-) -> Result<usize> {
+    } = query;
     if key.is_empty() {
         return Err(Error::invalid("key", "is empty"));
     }

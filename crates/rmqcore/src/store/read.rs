@@ -240,19 +240,11 @@ impl Store {
         end: Option<i64>,
         max_count: usize,
     ) -> Result<Vec<StoredMessage>> {
-        self.check_open()?;
-        self.known_topic(topic)?;
-        let end = end.unwrap_or(i64::MAX);
-        crate::lookup::query_by_key(
-            &self.inner.commit_log,
-            &self.inner.index,
-            self.readable_end(),
-            topic,
-            key,
-            begin,
-            end,
-            max_count,
-        )
+        let mut found = Vec::new();
+        self.visit_by_key(topic, key, begin, end, max_count, |view| {
+            found.push(StoredMessage::from_record(view))
+        })?;
+        Ok(found)
     }
 
     /// `query_by_key`'s records as views of the log, handed to `visit` (see `lookup.rs`);
@@ -268,15 +260,18 @@ impl Store {
     ) -> Result<usize> {
         self.check_open()?;
         self.known_topic(topic)?;
+        let query = crate::lookup::KeyQuery {
+            topic,
+            key,
+            begin,
+            end: end.unwrap_or(i64::MAX),
+            max_count,
+        };
         crate::lookup::visit_by_key(
             &self.inner.commit_log,
             &self.inner.index,
             self.readable_end(),
-            topic,
-            key,
-            begin,
-            end.unwrap_or(i64::MAX),
-            max_count,
+            &query,
             visit,
         )
     }
