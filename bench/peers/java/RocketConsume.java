@@ -16,12 +16,7 @@ public final class RocketConsume {
     }
 
     public static void main(String[] args) {
-        try {
-            run(args);
-        } catch (Throwable t) {
-            t.printStackTrace();
-            System.exit(2);
-        }
+        BenchMain.run(args, RocketConsume::run);
     }
 
     static void run(String[] args) throws Exception {

@@ -23,12 +23,7 @@ public final class RocketProduce {
     }
 
     public static void main(String[] args) {
-        try {
-            run(args);
-        } catch (Throwable t) {
-            t.printStackTrace();
-            System.exit(2);
-        }
+        BenchMain.run(args, RocketProduce::run);
     }
 
     static void run(String[] args) throws Exception {

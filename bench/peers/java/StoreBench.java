@@ -149,12 +149,7 @@ public final class StoreBench {
     }
 
     public static void main(String[] args) {
-        try {
-            run(args);
-        } catch (Throwable t) {
-            t.printStackTrace();
-            System.exit(2);
-        }
+        BenchMain.run(args, StoreBench::run);
     }
 
     static void run(String[] args) throws Exception {
