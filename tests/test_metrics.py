@@ -279,9 +279,9 @@ def test_the_docs_describe_every_metric_served(traffic: Traffic) -> None:
         for name in snapshot.samples
         if name.startswith("rmq_")
     }
-    docs = (ROOT / "docs" / "broker.md").read_text()
+    docs = (ROOT / "docs" / "metrics.md").read_text()
     undocumented = sorted(f for f in families if f not in docs)
-    assert not undocumented, f"docs/broker.md does not name {undocumented}"
+    assert not undocumented, f"docs/metrics.md does not name {undocumented}"
 
 
 def test_rmq_status_once_shows_each_shard_and_the_lag(traffic: Traffic) -> None:
