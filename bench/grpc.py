@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.basics import NotMeasurable
+from bench.grpc_engine import EngineLimit
 from bench.grpc_systems import QUEUES, SHARDS, V2, JavaBroker, RmqBroker
 from bench.harness import Benchmark, Case, Context, Metrics, System
 
@@ -57,6 +58,7 @@ def build(ctx: Context) -> Benchmark:
     rmq_broker = RmqBroker()
     rocket = JavaBroker("rocketmq", proxy=True)
     kafka = JavaBroker("kafka")
+    engine = EngineLimit()
 
     def system(name: str, obj: Any, role: str, note: str, v2: bool = True) -> System:
         def run(case: Case, workdir: Path) -> Metrics:
@@ -79,7 +81,7 @@ def build(ctx: Context) -> Benchmark:
                     with contextlib.suppress(NotMeasurable):  # the cases will say why
                         run(Case("warm-up", params), Path(tempfile.gettempdir()))
 
-        tags = frozenset() if role == "rmq" else frozenset({"java", name})
+        tags = frozenset() if role != "peer" else frozenset({"java", name})
         return System(
             name,
             run,
@@ -141,6 +143,16 @@ def build(ctx: Context) -> Benchmark:
                 "Apache Kafka 4.1.0 KRaft broker+controller (512 MiB heap); its "
                 "ProducerPerformance (acks=1, default batching) and ConsumerPerformance "
                 "(fetch rate, group join excluded)",
+                v2=False,
+            ),
+            system(
+                "rmq engine",
+                engine,
+                "limit",
+                "the engine alone: the same messages (tag + key, 8 queues, batches of 128) "
+                "put_batch into one rmq.Store in the bench process, then read_bodies per "
+                "queue; no network, one thread (bench/grpc_engine.py). Goal (issue 20): "
+                "rmq serve's 100 B produce >= 0.4 of this",
                 v2=False,
             ),
         ],
