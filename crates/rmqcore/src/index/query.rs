@@ -14,35 +14,53 @@ pub(super) fn entry_time(begin_timestamp: i64, time_diff: i32) -> i64 {
     begin_timestamp.saturating_add(i64::from(time_diff) * 1000)
 }
 
-pub(super) fn overlaps(file_begin: i64, file_end: i64, begin: i64, end: i64) -> bool {
-    file_begin <= end && file_end >= begin
+/// What a lookup walks the files for: a key's hash and a store-time window (ms).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Probe {
+    pub key_hash: i32,
+    pub begin: i64,
+    pub end: i64,
+}
+
+impl Probe {
+    /// Whether a file whose entries span `[file_begin, file_end]` can hold an answer.
+    pub(super) fn overlaps(&self, file_begin: i64, file_end: i64) -> bool {
+        file_begin <= self.end && file_end >= self.begin
+    }
+
+    /// Whether an entry stored in the second starting at `earliest` is older than the
+    /// window, so that (newest first) no later entry of the walk can be in it.
+    fn passed(&self, earliest: i64) -> bool {
+        earliest.saturating_add(999) < self.begin
+    }
+
+    /// Whether an entry is a candidate: the key's hash, and not newer than the window.
+    fn wants(&self, key_hash: i32, earliest: i64) -> bool {
+        key_hash == self.key_hash && earliest <= self.end
+    }
 }
 
 pub(super) fn visit_chained(
     file: &IndexFile,
-    key_hash: i32,
-    begin: i64,
-    end: i64,
+    probe: Probe,
     visit: &mut impl FnMut(i64) -> Result<ControlFlow<()>>,
 ) -> Result<ControlFlow<()>> {
     let header = file.header();
-    if header.index_count <= 1
-        || !overlaps(header.begin_timestamp, header.end_timestamp, begin, end)
-    {
+    if header.index_count <= 1 || !probe.overlaps(header.begin_timestamp, header.end_timestamp) {
         return Ok(ControlFlow::Continue(()));
     }
     let mut outcome = Ok(ControlFlow::Continue(()));
-    file.walk_chain(key_hash, |number, entry| {
+    file.walk_chain(probe.key_hash, |number, entry| {
         // Entry 1's difference is measured from the previous file's end (format §3.4).
         let earliest = if number == 1 {
             header.begin_timestamp
         } else {
             entry_time(header.begin_timestamp, entry.time_diff)
         };
-        if earliest.saturating_add(999) < begin {
+        if probe.passed(earliest) {
             return ControlFlow::Break(());
         }
-        if entry.key_hash != key_hash || earliest > end {
+        if !probe.wants(entry.key_hash, earliest) {
             return ControlFlow::Continue(());
         }
         match visit(entry.commitlog_offset) {
@@ -58,18 +76,14 @@ pub(super) fn visit_chained(
 
 pub(super) fn visit_compacted(
     file: &CompactedIndexFile,
-    key_hash: i32,
-    begin: i64,
-    end: i64,
+    probe: Probe,
     visit: &mut impl FnMut(i64) -> Result<ControlFlow<()>>,
 ) -> Result<ControlFlow<()>> {
     let header = file.header();
-    if header.entry_count == 0
-        || !overlaps(header.begin_timestamp, header.end_timestamp, begin, end)
-    {
+    if header.entry_count == 0 || !probe.overlaps(header.begin_timestamp, header.end_timestamp) {
         return Ok(ControlFlow::Continue(()));
     }
-    visit_run(header, file.run(key_hash)?, key_hash, begin, end, visit)
+    visit_run(header, file.run(probe.key_hash)?, probe, visit)
 }
 
 /// Walk a slot's run (newest first) as a chain: stop at the first entry older than
@@ -77,17 +91,15 @@ pub(super) fn visit_compacted(
 pub(super) fn visit_run(
     header: &CompactedHeader,
     run: impl Iterator<Item = CompactedEntry>,
-    key_hash: i32,
-    begin: i64,
-    end: i64,
+    probe: Probe,
     visit: &mut impl FnMut(i64) -> Result<ControlFlow<()>>,
 ) -> Result<ControlFlow<()>> {
     for entry in run {
         let earliest = entry_time(header.begin_timestamp, entry.time_diff);
-        if earliest.saturating_add(999) < begin {
+        if probe.passed(earliest) {
             break;
         }
-        if entry.key_hash != key_hash || earliest > end {
+        if !probe.wants(entry.key_hash, earliest) {
             continue;
         }
         if visit(entry.commitlog_offset)?.is_break() {
@@ -111,12 +123,16 @@ impl IndexService {
         end: i64,
         mut visit: impl FnMut(i64) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
-        let key_hash = index_key_hash(topic, key);
+        let probe = Probe {
+            key_hash: index_key_hash(topic, key),
+            begin,
+            end,
+        };
         for handle in self.shared.files().iter().rev() {
             let flow = if let Some(compacted) = handle.compacted.get() {
-                visit_compacted(compacted, key_hash, begin, end, &mut visit)?
+                visit_compacted(compacted, probe, &mut visit)?
             } else if let Some(file) = handle.chained() {
-                visit_chained(&file, key_hash, begin, end, &mut visit)?
+                visit_chained(&file, probe, &mut visit)?
             } else {
                 ControlFlow::Continue(())
             };
@@ -125,6 +141,6 @@ impl IndexService {
             }
         }
         // Files only the tier holds are older than every local one.
-        self.visit_remote(key_hash, begin, end, &mut visit)
+        self.visit_remote(probe, &mut visit)
     }
 }

@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use super::compacted::{CompactedEntry, CompactedHeader};
-use super::query::visit_run;
+use super::query::{visit_run, Probe};
 use super::IndexService;
 use crate::error::Result;
 
@@ -45,9 +45,7 @@ impl IndexService {
 
     pub(super) fn visit_remote(
         &self,
-        key_hash: i32,
-        begin: i64,
-        end: i64,
+        probe: Probe,
         visit: &mut impl FnMut(i64) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
         let Some(remote) = self.remote.get() else {
@@ -55,12 +53,12 @@ impl IndexService {
         };
         for (name, header) in remote.remote_files() {
             if header.entry_count == 0
-                || !super::query::overlaps(header.begin_timestamp, header.end_timestamp, begin, end)
+                || !probe.overlaps(header.begin_timestamp, header.end_timestamp)
             {
                 continue;
             }
-            let run = remote.remote_run(&name, &header, key_hash)?;
-            if visit_run(&header, run.into_iter(), key_hash, begin, end, visit)?.is_break() {
+            let run = remote.remote_run(&name, &header, probe.key_hash)?;
+            if visit_run(&header, run.into_iter(), probe, visit)?.is_break() {
                 break;
             }
         }

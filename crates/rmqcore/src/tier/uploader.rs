@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::remote_log::RemoteLog;
-use super::state::{TieredIndexFile, TieredQueueFile, TieredSegment};
+use super::state::{TierState, TieredIndexFile, TieredQueueFile, TieredSegment};
 use crate::clock::now_millis;
 use crate::consume_queue::remote::SealedQueueFile;
 use crate::error::{Error, Result};
@@ -99,19 +99,11 @@ impl Uploader {
             if state.segments.contains_key(&segment.start_offset()) {
                 continue;
             }
-            match self.upload_one(segment) {
-                Ok(tiered) => {
-                    self.remote.update(|state| {
-                        state.segments.insert(tiered.start_offset, tiered);
-                    })?;
-                    recorded += 1;
-                    self.succeeded();
-                }
-                Err(error) => {
-                    self.failed(&error);
-                    return Err(error);
-                }
-            }
+            self.record(self.upload_one(segment), |state, tiered| {
+                state.segments.insert(tiered.start_offset, tiered);
+            })?;
+            recorded += 1;
+            self.succeeded();
         }
         Ok(recorded)
     }
@@ -126,18 +118,10 @@ impl Uploader {
             if state.index_files.contains_key(name) {
                 continue;
             }
-            match self.upload_index_file(name, file) {
-                Ok(tiered) => {
-                    self.remote.update(|state| {
-                        state.index_files.insert(name.clone(), tiered);
-                    })?;
-                    recorded += 1;
-                }
-                Err(error) => {
-                    self.failed(&error);
-                    return Err(error);
-                }
-            }
+            self.record(self.upload_index_file(name, file), |state, tiered| {
+                state.index_files.insert(name.clone(), tiered);
+            })?;
+            recorded += 1;
         }
         Ok(recorded)
     }
@@ -156,27 +140,20 @@ impl Uploader {
             }
             let object = self.remote.client().location().queue_file(&key);
             let bytes = file.segment.bytes(0, file.segment.size());
-            match self.upload_confirmed(&object, bytes, None) {
-                Ok(crc32) => {
-                    let tiered = TieredQueueFile {
-                        topic: file.topic.clone(),
-                        queue_id: file.queue_id,
-                        start_offset: start,
-                        size: bytes.len() as u64,
-                        crc32,
-                        last_commitlog_end: file.last_commitlog_end,
-                        local: true,
-                    };
-                    self.remote.update(|state| {
-                        state.consume_queues.insert(key, tiered);
-                    })?;
-                    recorded += 1;
-                }
-                Err(error) => {
-                    self.failed(&error);
-                    return Err(error);
-                }
-            }
+            let uploaded = self.upload_confirmed(&object, bytes, None);
+            self.record(uploaded, |state, crc32| {
+                let tiered = TieredQueueFile {
+                    topic: file.topic.clone(),
+                    queue_id: file.queue_id,
+                    start_offset: start,
+                    size: bytes.len() as u64,
+                    crc32,
+                    last_commitlog_end: file.last_commitlog_end,
+                    local: true,
+                };
+                state.consume_queues.insert(key, tiered);
+            })?;
+            recorded += 1;
         }
         Ok(recorded)
     }
@@ -265,6 +242,22 @@ impl Uploader {
         status.failing_since_ms = None;
         status.failed_attempts = 0;
         *self.next_attempt.lock().expect("retry lock") = None;
+    }
+
+    /// An upload's outcome: a success is recorded in the tier state (`into_state`), a
+    /// failure counted in the status and returned, which ends the pass.
+    fn record<T>(
+        &self,
+        uploaded: Result<T>,
+        into_state: impl FnOnce(&mut TierState, T),
+    ) -> Result<()> {
+        match uploaded {
+            Ok(item) => self.remote.update(|state| into_state(state, item)),
+            Err(error) => {
+                self.failed(&error);
+                Err(error)
+            }
+        }
     }
 
     fn failed(&self, error: &Error) {

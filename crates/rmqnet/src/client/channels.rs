@@ -179,55 +179,49 @@ impl ShardChannels {
         body: Bytes,
         timeout: Duration,
     ) -> Result<Bytes, CallError> {
-        match tokio::time::timeout(timeout, self.call(endpoint, path, body, timeout)).await {
-            Ok(answer) => answer,
-            Err(_) => Err(CallError {
-                code: Code::DeadlineExceeded as i32,
-                message: format!("no answer from {endpoint} within {timeout:?}"),
-            }),
-        }
+        let unreachable = |error: &dyn std::fmt::Display| CallError {
+            code: Code::Unavailable as i32,
+            message: format!("connection to {endpoint} failed: {error}"),
+        };
+        let call = async {
+            let mut client = tonic::client::Grpc::new(self.channel(endpoint)?)
+                .max_decoding_message_size(MAX_MESSAGE)
+                .max_encoding_message_size(MAX_MESSAGE);
+            client.ready().await.map_err(|error| unreachable(&error))?;
+            let mut request = Request::new(body);
+            request.set_timeout(timeout);
+            for (key, value) in &self.metadata {
+                request.metadata_mut().insert(key.clone(), value.clone());
+            }
+            match client.unary(request, path, RawBytes).await {
+                Ok(answer) => Ok(answer.into_inner()),
+                // The call's own deadline (its grpc-timeout, which the channel enforces
+                // too) passed before an answer: as grpcio says it.
+                Err(status) if timed_out(&status) => Err(no_answer(endpoint, timeout)),
+                // A status the server sent has no source; one with a source is the
+                // transport's own (refused, reset, closed).
+                Err(status) if std::error::Error::source(&status).is_some() => {
+                    Err(unreachable(&status.message()))
+                }
+                Err(status) => Err(status.into()),
+            }
+        };
+        tokio::time::timeout(timeout, call)
+            .await
+            .unwrap_or_else(|_| Err(no_answer(endpoint, timeout)))
     }
 
     /// The timeout of a call that names none.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
+}
 
-    async fn call(
-        &self,
-        endpoint: &str,
-        path: PathAndQuery,
-        body: Bytes,
-        timeout: Duration,
-    ) -> Result<Bytes, CallError> {
-        let unreachable = |error: &dyn std::fmt::Display| CallError {
-            code: Code::Unavailable as i32,
-            message: format!("connection to {endpoint} failed: {error}"),
-        };
-        let mut client = tonic::client::Grpc::new(self.channel(endpoint)?)
-            .max_decoding_message_size(MAX_MESSAGE)
-            .max_encoding_message_size(MAX_MESSAGE);
-        client.ready().await.map_err(|error| unreachable(&error))?;
-        let mut request = Request::new(body);
-        request.set_timeout(timeout);
-        for (key, value) in &self.metadata {
-            request.metadata_mut().insert(key.clone(), value.clone());
-        }
-        match client.unary(request, path, RawBytes).await {
-            Ok(answer) => Ok(answer.into_inner()),
-            // The call's own deadline (its grpc-timeout, which the channel enforces too)
-            // passed before an answer: as grpcio says it.
-            Err(status) if timed_out(&status) => Err(CallError {
-                code: Code::DeadlineExceeded as i32,
-                message: format!("no answer from {endpoint} within {timeout:?}"),
-            }),
-            // A status the server sent has no source; one with a source is the
-            // transport's own (refused, reset, closed).
-            Err(status) if std::error::Error::source(&status).is_some() => {
-                Err(unreachable(&status.message()))
-            }
-            Err(status) => Err(status.into()),
-        }
+/// DEADLINE_EXCEEDED, as grpcio words it.
+fn no_answer(endpoint: &str, timeout: Duration) -> CallError {
+    CallError {
+        code: Code::DeadlineExceeded as i32,
+        message: format!("no answer from {endpoint} within {timeout:?}"),
     }
 }
 
