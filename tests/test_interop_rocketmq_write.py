@@ -19,6 +19,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import rmq
@@ -123,6 +124,23 @@ class RmqView:
         return sum(m.commitlog_offset >= offset for ms in self.messages.values() for m in ms)
 
 
+def write_fixture(
+    written: Path, for_rocketmq: Path, case: str, long_topics: bool = False, **options: Any
+) -> RmqView:
+    """The fixture messages written by rmq into ``written`` and copied to ``for_rocketmq``
+    after rmq closed the store (``case`` "closed") or while it still had it open
+    ("copied-while-open", flushed first, as a backup tool would copy a live store)."""
+    with rmq.Store(written, commitlog_segment_size=RMQ_SEGMENT_SIZE, **options) as store:
+        put_fixture_messages(store, long_topics=long_topics)
+        view = RmqView.of(store)
+        if case == "copied-while-open":
+            store.flush()
+            shutil.copytree(written, for_rocketmq)
+    if case == "closed":
+        shutil.copytree(written, for_rocketmq)
+    return view
+
+
 # (case, store host): a store closed by rmq, and a copy taken while rmq still had it open.
 WRITE_CASES = [("closed", "192.168.0.10:10911"), ("copied-while-open", "[fd00::10]:10911")]
 
@@ -133,19 +151,13 @@ def test_rocketmq_reads_exactly_what_rmq_wrote(
     harness: Harness, release: str, case: str, store_host: str, tmp_path: Path
 ) -> None:
     written, for_rocketmq = tmp_path / "rmq", tmp_path / "copy"
-    with rmq.Store(
+    view = write_fixture(
         written,
-        commitlog_segment_size=RMQ_SEGMENT_SIZE,
+        for_rocketmq,
+        case,
         consume_queue_entries_per_file=RMQ_CQ_ENTRIES_PER_FILE,
         store_host=store_host,
-    ) as store:
-        put_fixture_messages(store)
-        view = RmqView.of(store)
-        if case == "copied-while-open":
-            store.flush()
-            shutil.copytree(written, for_rocketmq)
-    if case == "closed":
-        shutil.copytree(written, for_rocketmq)
+    )
     assert sum(len(m) for m in view.messages.values()) > 40
 
     dump = harness.dump(release, for_rocketmq)
@@ -201,19 +213,9 @@ def test_rocketmq_reads_exactly_what_rmq_wrote_in_rocksdb(
     records only; the test holds RocketMQ to exactly that."""
     written, for_rocketmq = tmp_path / "rmq", tmp_path / "copy"
     release = ROCKETMQ_RELEASES["rocketmq5"]
-    with rmq.Store(
-        written,
-        commitlog_segment_size=RMQ_SEGMENT_SIZE,
-        store_host=store_host,
-        consume_queue_type="rocksdb",
-    ) as store:
-        put_fixture_messages(store)
-        view = RmqView.of(store)
-        if case == "copied-while-open":
-            store.flush()
-            shutil.copytree(written, for_rocketmq)
-    if case == "closed":
-        shutil.copytree(written, for_rocketmq)
+    view = write_fixture(
+        written, for_rocketmq, case, store_host=store_host, consume_queue_type="rocksdb"
+    )
     records = sum(len(m) for m in view.messages.values())
     assert records > 40
     assert not any(p.is_dir() for p in (for_rocketmq / "consumequeue").iterdir())
@@ -241,14 +243,13 @@ def test_rocketmq_5_reads_the_v2_records_rmq_wrote_for_long_topics(
     """Topics over 127 bytes: rmq writes V2 records, and RocketMQ 5 reads them."""
     written, for_rocketmq = tmp_path / "rmq", tmp_path / "copy"
     release = ROCKETMQ_RELEASES["rocketmq5"]
-    with rmq.Store(
+    view = write_fixture(
         written,
-        commitlog_segment_size=RMQ_SEGMENT_SIZE,
+        for_rocketmq,
+        "closed",
+        long_topics=True,
         consume_queue_entries_per_file=RMQ_CQ_ENTRIES_PER_FILE,
-    ) as store:
-        put_fixture_messages(store, long_topics=True)
-        view = RmqView.of(store)
-    shutil.copytree(written, for_rocketmq)
+    )
     long_topics = load_fixture_messages().LONG_TOPICS
     assert {topic for topic, _ in view.queues} >= set(long_topics)
 
