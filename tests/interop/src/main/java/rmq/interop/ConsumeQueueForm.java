@@ -2,6 +2,7 @@ package rmq.interop;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import rmq.cli.Options;
 
 /**
  * The two forms of RocketMQ's consume queues, named as rmq names them

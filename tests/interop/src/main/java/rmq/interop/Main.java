@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
+import rmq.cli.Options;
 
 /**
  * Entry point: {@code write} and {@code dump}. JSON lines go to the real stdout (or

@@ -25,6 +25,7 @@ import org.apache.rocketmq.store.GetMessageResult;
 import org.apache.rocketmq.store.GetMessageStatus;
 import org.apache.rocketmq.store.QueryMessageResult;
 import rmq.interop.compat.RocketMq;
+import rmq.cli.Options;
 
 /**
  * The dump command: opens a store directory with RocketMQ's DefaultMessageStore (a

@@ -8,6 +8,7 @@ import java.util.stream.Stream;
 import org.apache.rocketmq.store.config.FlushDiskType;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import rmq.interop.compat.RocketMq;
+import rmq.cli.Options;
 
 /**
  * The file sizes and the consume-queue form a store was written with. RocketMQ's files

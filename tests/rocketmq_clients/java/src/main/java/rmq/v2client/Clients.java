@@ -9,6 +9,7 @@ import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
+import rmq.cli.Options;
 
 /** What every command shares: the access point, the topic and the client's settings. */
 final class Clients {

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
+import rmq.cli.Options;
 
 /**
  * Entry point. JSON lines go to the real stdout; System.out is pointed at stderr before
@@ -93,6 +94,8 @@ public final class Main {
     private static Options options(String[] args, Set<String> flags, Set<String> values) {
         Set<String> names = new HashSet<>(values);
         names.addAll(Clients.COMMON_OPTIONS);
-        return new Options(args, flags, names);
+        Options options = new Options(args, flags, names);
+        options.noPositional();
+        return options;
     }
 }

@@ -13,6 +13,7 @@ import org.apache.rocketmq.client.apis.message.MessageBuilder;
 import org.apache.rocketmq.client.apis.producer.Producer;
 import org.apache.rocketmq.client.apis.producer.SendReceipt;
 import org.apache.rocketmq.client.java.impl.producer.SendReceiptImpl;
+import rmq.cli.Options;
 
 /**
  * {@code produce}: sends {@code --count} messages with bodies {@code PREFIX-i}, one at a

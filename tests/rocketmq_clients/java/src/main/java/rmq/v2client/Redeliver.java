@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Set;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.MessageView;
+import rmq.cli.Options;
 
 /**
  * {@code redeliver}: a SimpleConsumer receives one message and does not ack it, then

@@ -1,4 +1,4 @@
-package rmq.v2client;
+package rmq.cli;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -8,23 +8,27 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Command-line arguments after the command name: {@code --name value} options (a name
- * may repeat, e.g. {@code --property a=1 --property b=2}) and bare {@code --flag}s.
+ * Command-line arguments after a command name, for the test harness's Java programs
+ * (added to each Maven project as a source root): positional values, {@code --name value}
+ * options (a name may repeat, e.g. {@code --property a=1 --property b=2}) and bare
+ * {@code --flag}s. Anything not named is a usage error, never ignored.
  */
-final class Options {
+public final class Options {
+    private final List<String> positional = new ArrayList<>();
     private final Map<String, List<String>> values = new HashMap<>();
     private final Set<String> flags = new HashSet<>();
 
     /**
      * @param args the arguments after the command name
      * @param flagNames options that take no value
-     * @param valueNames options that take one value; anything else is rejected
+     * @param valueNames options that take a value; any other option is rejected
      */
-    Options(String[] args, Set<String> flagNames, Set<String> valueNames) {
+    public Options(String[] args, Set<String> flagNames, Set<String> valueNames) {
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             if (!arg.startsWith("--")) {
-                throw new UsageException("unexpected argument " + arg);
+                positional.add(arg);
+                continue;
             }
             String name = arg.substring(2);
             if (flagNames.contains(name)) {
@@ -40,18 +44,33 @@ final class Options {
         }
     }
 
-    boolean flag(String name) {
+    /** The positional value at {@code index}; {@code what} names it in the error. */
+    public String positional(int index, String what) {
+        if (index >= positional.size()) {
+            throw new UsageException("missing " + what);
+        }
+        return positional.get(index);
+    }
+
+    /** Fails for a command that takes options only. */
+    public void noPositional() {
+        if (!positional.isEmpty()) {
+            throw new UsageException("unexpected argument " + positional.get(0));
+        }
+    }
+
+    public boolean flag(String name) {
         return flags.contains(name);
     }
 
     /** The last value given for {@code name}, or {@code fallback}. */
-    String value(String name, String fallback) {
+    public String value(String name, String fallback) {
         List<String> given = values.get(name);
         return given == null ? fallback : given.get(given.size() - 1);
     }
 
     /** A value that must be given. */
-    String required(String name) {
+    public String required(String name) {
         String value = value(name, null);
         if (value == null) {
             throw new UsageException("missing --" + name);
@@ -60,25 +79,31 @@ final class Options {
     }
 
     /** Every value given for {@code name}, in order. */
-    List<String> all(String name) {
+    public List<String> all(String name) {
         return values.getOrDefault(name, List.of());
     }
 
-    int intValue(String name, int fallback) {
+    /** An integer option, or null when it was not given. */
+    public Integer intValue(String name) {
         String text = value(name, null);
         if (text == null) {
-            return fallback;
+            return null;
         }
         try {
-            return Integer.parseInt(text);
+            return Integer.valueOf(text);
         } catch (NumberFormatException e) {
             throw new UsageException("option --" + name + " needs an integer, got " + text);
         }
     }
 
-    /** Bad command line: Main prints the message and the usage text. */
-    static final class UsageException extends RuntimeException {
-        UsageException(String message) {
+    public int intValue(String name, int fallback) {
+        Integer given = intValue(name);
+        return given == null ? fallback : given;
+    }
+
+    /** A bad command line: the program prints the message and its usage text. */
+    public static final class UsageException extends RuntimeException {
+        public UsageException(String message) {
             super(message);
         }
     }
