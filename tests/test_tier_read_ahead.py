@@ -9,7 +9,7 @@ from pathlib import Path
 
 import rmq
 
-from tests.support.s3_server import S3Server
+from bench.peers.s3 import S3Server
 
 SEGMENT = 8 << 20
 BODY = 4096
