@@ -50,6 +50,7 @@ class Fixture:
     root: Path = field(init=False)
     server: Any = None
     info: dict[str, Any] = field(default_factory=dict)
+    server_get_cost: dict[str, float] = field(default_factory=dict)
     users: int = 0
     error: BaseException | None = None
     saved_env: dict[str, str | None] = field(default_factory=dict)
@@ -119,6 +120,20 @@ class Fixture:
             os.environ.pop(name, None)
         os.environ.update(env)
         self.s3_client().create_bucket(Bucket=BUCKET)
+        from bench.s3_get_cost import get_cost
+
+        # What a GET costs this server, in its own CPU: the figure that sizes the tier's
+        # GETs (docs/format.md §7.4), measured on the server the run uses.
+        self.server_get_cost = get_cost(self.server)
+        print(
+            "   server CPU per ranged GET: "
+            + ", ".join(
+                f"{key[4:-3]} {value:,.0f} µs"
+                for key, value in self.server_get_cost.items()
+                if not key.endswith("wall_us")
+            ),
+            flush=True,
+        )
         print(
             f"   building a {self.store_bytes / (1 << 20):,.0f} MiB store "
             f"({self.segment >> 20} MiB segments), tiering a copy ...",

@@ -1,11 +1,15 @@
 """Pulls of evicted records fetch what their queue names (issue 19, format §7.4), against
 a real S3-compatible server (versitygw on loopback): a queue whose records lie far apart
-in the log fetches little more than its own records, every record arrives intact, and a
-reader of all queues still fetches each byte about once."""
+in the log fetches little more than its own records, every record arrives intact, a
+reader of all queues still fetches each byte about once, a pull's next records are
+fetched while its caller works, and what all readers fetch ahead shares one bound."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import rmq
 
@@ -140,4 +144,100 @@ def test_a_hint_larger_than_the_read_cache_is_fetched_within_it(
     assert bodies == [big_body(i) for i in range(count)]
     spent = fetched(store) - before
     assert spent < 1.2 * evicted, (spent, evicted)
+    store.close()
+
+
+def build_four_queues(path: Path, server: S3Server, bucket: str) -> tuple[rmq.Store, int]:
+    """Four queues written a run of 1.5 MiB each in turn over six 8 MiB segments, all but
+    the last evicted; returns the store and the messages per queue."""
+    store = rmq.Store(
+        str(path),
+        commitlog_segment_size=SEGMENT,
+        tier_url=f"s3://{bucket}/shard-0",
+        tier_endpoint=server.endpoint,
+        local_retention_bytes=0,
+    )
+    store.create_topic("Spread", 4)
+    per_queue = 0
+    while store.commitlog_max_offset() < 5 * SEGMENT + (1 << 20):
+        for queue in range(4):
+            batch = [rmq.Message(body(queue, per_queue + j)) for j in range(RUN)]
+            store.put_batch("Spread", queue, batch)
+        per_queue += RUN
+    assert store.upload_to_tier() >= 5
+    store.run_retention()
+    return store, per_queue
+
+
+def reads(store: rmq.Store) -> dict[str, Any]:
+    status = store.tier_status()
+    assert status is not None
+    return dict(status["reads"])
+
+
+def test_a_pull_fetches_its_queues_next_records_in_the_background(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """The first pull of an evicted queue names the queue's next records to the tier and
+    returns its batch without waiting for them: they are fetched in the background (being
+    fetched or fetched, not read yet, when it returns), and the next pulls of them find
+    every block cached, with no GET of their own."""
+    store, _ = build_four_queues(tmp_path / "store", aws_env, s3_bucket)
+    first = store.get("Spread", 0, 0, 32)
+    assert [m.body for m in first] == [body(0, i) for i in range(32)]
+    assert reads(store)["read_ahead_bytes"] >= 4 << 20, reads(store)
+    deadline = time.monotonic() + 30
+    settled = reads(store)
+    while True:  # until the background GETs are done
+        time.sleep(0.2)
+        now = reads(store)
+        if now["bytes_fetched"] == settled["bytes_fetched"]:
+            break
+        assert time.monotonic() < deadline, now
+        settled = now
+    offset = 32
+    while offset < 1024:
+        batch = store.get("Spread", 0, offset, 32)
+        assert [m.body for m in batch] == [body(0, i) for i in range(offset, offset + 32)]
+        offset += 32
+    after = reads(store)
+    assert after["range_reads"] == settled["range_reads"], (settled, after)
+    assert after["cache_hits"] > settled["cache_hits"]
+    store.close()
+
+
+def test_read_ahead_is_bounded_for_all_concurrent_readers_together(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """Four consumers at once, each of its own queue: each pull names about 16 MiB of its
+    queue's next records (four groups of 1,024 4 KiB entries), 64 MiB together, as much as
+    the whole read cache. What is fetched ahead and not read yet stays within one bound
+    for all of them (half the cache), so no consumer's read-ahead pushes out another's
+    before it is read: every record arrives intact, each byte fetched about once."""
+    store, per_queue = build_four_queues(tmp_path / "store", aws_env, s3_bucket)
+    evicted = evicted_bytes(store)
+    assert evicted >= 5 * SEGMENT
+    before = reads(store)
+    failures: list[BaseException] = []
+
+    def consume_one(queue: int) -> None:
+        try:
+            got = consume(store, [queue])[queue]
+            assert got == [body(queue, i) for i in range(per_queue)]
+        except BaseException as error:  # reported by the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=consume_one, args=(q,)) for q in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert not failures, failures
+    after = reads(store)
+    assert after["read_ahead_limit_bytes"] == 32 << 20  # half the 64 MiB read cache
+    # Together they reached the bound (each alone names less) and never went past it.
+    assert after["read_ahead_peak_bytes"] == after["read_ahead_limit_bytes"], after
+    assert after["read_ahead_evicted_unread_bytes"] < evicted // 10, after
+    spent = after["bytes_fetched"] - before["bytes_fetched"]
+    assert spent < 1.3 * evicted, (spent, evicted)
     store.close()
