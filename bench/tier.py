@@ -163,6 +163,7 @@ def build(ctx: Context) -> Benchmark:
             "name": "versitygw v1.8.0, posix backend",
             "io_buffer_size": fixture.server.io_buffer_size,
             "cpu_us_per_ranged_get": fixture.server_get_cost,
+            "cpu_us_per_ranged_get_default_1mib_buffer": fixture.default_get_cost,
         }
         bucket, local = info["index_files_in_bucket"], info["index_files_local_after_eviction"]
         if bucket:
