@@ -24,9 +24,12 @@ def body(queue: int, i: int) -> bytes:
     return f"{queue}:{i}:".encode().ljust(BODY, b"x")
 
 
-def build(path: Path, server: S3Server, bucket: str) -> tuple[rmq.Store, dict[int, int]]:
-    """Two queues written a run of 1.5 MiB each in turn over three segments, the first two
-    evicted."""
+def build(
+    path: Path, server: S3Server, bucket: str, queues: int = 2, evicted: int = 2
+) -> tuple[rmq.Store, dict[int, int]]:
+    """``queues`` queues written a run of 1.5 MiB each in turn over ``evicted`` + 1
+    segments, the first ``evicted`` evicted; returns the store and the messages per
+    queue."""
     store = rmq.Store(
         str(path),
         commitlog_segment_size=SEGMENT,
@@ -34,20 +37,18 @@ def build(path: Path, server: S3Server, bucket: str) -> tuple[rmq.Store, dict[in
         tier_endpoint=server.endpoint,
         local_retention_bytes=0,
     )
-    store.create_topic("Spread", 2)
-    counts = {0: 0, 1: 0}
-    turn = 0
-    while store.commitlog_max_offset() < 2 * SEGMENT + (1 << 20):
-        queue = turn % 2
-        batch = [rmq.Message(body(queue, counts[queue] + j)) for j in range(RUN)]
-        store.put_batch("Spread", queue, batch)
-        counts[queue] += RUN
-        turn += 1
+    store.create_topic("Spread", queues)
+    counts = dict.fromkeys(range(queues), 0)
+    while store.commitlog_max_offset() < evicted * SEGMENT + (1 << 20):
+        for queue in range(queues):
+            batch = [rmq.Message(body(queue, counts[queue] + j)) for j in range(RUN)]
+            store.put_batch("Spread", queue, batch)
+            counts[queue] += RUN
     store.upload_to_tier()  # what the background uploader has not done yet
     store.run_retention()
     status = store.tier_status()
     assert status is not None
-    assert [s["state"] for s in status["segments"]][:2] == ["evicted", "evicted"]
+    assert [s["state"] for s in status["segments"]][:evicted] == ["evicted"] * evicted
     return store, counts
 
 
@@ -147,29 +148,6 @@ def test_a_hint_larger_than_the_read_cache_is_fetched_within_it(
     store.close()
 
 
-def build_four_queues(path: Path, server: S3Server, bucket: str) -> tuple[rmq.Store, int]:
-    """Four queues written a run of 1.5 MiB each in turn over six 8 MiB segments, all but
-    the last evicted; returns the store and the messages per queue."""
-    store = rmq.Store(
-        str(path),
-        commitlog_segment_size=SEGMENT,
-        tier_url=f"s3://{bucket}/shard-0",
-        tier_endpoint=server.endpoint,
-        local_retention_bytes=0,
-    )
-    store.create_topic("Spread", 4)
-    per_queue = 0
-    while store.commitlog_max_offset() < 5 * SEGMENT + (1 << 20):
-        for queue in range(4):
-            batch = [rmq.Message(body(queue, per_queue + j)) for j in range(RUN)]
-            store.put_batch("Spread", queue, batch)
-        per_queue += RUN
-    store.upload_to_tier()  # what the background uploader has not done yet
-    store.run_retention()
-    assert evicted_bytes(store) >= 5 * SEGMENT
-    return store, per_queue
-
-
 def reads(store: rmq.Store) -> dict[str, Any]:
     status = store.tier_status()
     assert status is not None
@@ -183,7 +161,7 @@ def test_a_pull_fetches_its_queues_next_records_in_the_background(
     returns its batch without waiting for them: they are fetched in the background (being
     fetched or fetched, not read yet, when it returns), and the next pulls of them find
     every block cached, with no GET of their own."""
-    store, _ = build_four_queues(tmp_path / "store", aws_env, s3_bucket)
+    store, _ = build(tmp_path / "store", aws_env, s3_bucket, queues=4, evicted=5)
     first = store.get("Spread", 0, 0, 32)
     assert [m.body for m in first] == [body(0, i) for i in range(32)]
     ahead = reads(store)["read_ahead_bytes"]
@@ -216,7 +194,8 @@ def test_read_ahead_is_bounded_for_all_concurrent_readers_together(
     the whole read cache. What is fetched ahead and not read yet stays within one bound
     for all of them (half the cache), so no consumer's read-ahead pushes out another's
     before it is read: every record arrives intact, each byte fetched about once."""
-    store, per_queue = build_four_queues(tmp_path / "store", aws_env, s3_bucket)
+    store, counts = build(tmp_path / "store", aws_env, s3_bucket, queues=4, evicted=5)
+    per_queue = counts[0]
     evicted = evicted_bytes(store)
     assert evicted >= 5 * SEGMENT
     before = reads(store)
