@@ -77,7 +77,8 @@ def build(ctx: Context) -> Benchmark:
             f"segments, 1 KiB messages with a tag and a unique key, {QUEUES} queues written "
             f"a batch of {BATCH} to each in turn, the key index in about 8 files, all but "
             "the last compacted) is built once; a copy of it is opened with a tier on "
-            "versitygw (a real S3 server on loopback, posix backend), uploaded, and every "
+            "versitygw (a real S3 server on loopback, posix backend, --io-buffer-size 64 KiB; "
+            "its CPU per ranged GET is in parameters.server), uploaded, and every "
             "sealed segment's local copy evicted (local_retention_bytes=0). Each round opens "
             "a store in a fresh process (empty block cache). consume: get(topic, q, offset, "
             "32) from each queue's first offset to its end, queue 0 alone, then all queues "
@@ -158,6 +159,12 @@ def build(ctx: Context) -> Benchmark:
 
     def describe(info: dict[str, Any]) -> None:
         bench.parameters["store"] = {k: v for k, v in info.items() if k != "peak_rss_mb"}
+        bench.parameters["server"] = {
+            "name": "versitygw v1.8.0, posix backend",
+            "io_buffer_size": fixture.server.io_buffer_size,
+            "cpu_us_per_ranged_get": fixture.server_get_cost,
+            "cpu_us_per_ranged_get_default_1mib_buffer": fixture.default_get_cost,
+        }
         bucket, local = info["index_files_in_bucket"], info["index_files_local_after_eviction"]
         if bucket:
             index = (

@@ -50,6 +50,8 @@ class Fixture:
     root: Path = field(init=False)
     server: Any = None
     info: dict[str, Any] = field(default_factory=dict)
+    server_get_cost: dict[str, float] = field(default_factory=dict)
+    default_get_cost: dict[str, float] = field(default_factory=dict)
     users: int = 0
     error: BaseException | None = None
     saved_env: dict[str, str | None] = field(default_factory=dict)
@@ -70,6 +72,15 @@ class Fixture:
     @property
     def endpoint(self) -> str:
         return str(self.server.endpoint)
+
+    def s3_client(self) -> Any:
+        """A boto3 client of the server that retries, and sends no checksum beyond what
+        S3 requires (the payload's SigV4 hash over plain HTTP): the plain upload is meant
+        to be the server's best case."""
+        return self.server.client(
+            retries={"max_attempts": 3, "mode": "standard"},
+            request_checksum_calculation="when_required",
+        )
 
     def acquire(self) -> None:
         with self.lock:
@@ -109,7 +120,25 @@ class Fixture:
             self.saved_env[name] = os.environ.get(name)
             os.environ.pop(name, None)
         os.environ.update(env)
-        s3.client(self.endpoint).create_bucket(Bucket=BUCKET)
+        self.s3_client().create_bucket(Bucket=BUCKET)
+        from bench.s3_get_cost import get_cost
+
+        # What a GET costs this server, in its own CPU: the figure that sizes the tier's
+        # GETs (docs/format.md §7.4), measured on the server the run uses.
+        self.server_get_cost = get_cost(self.server)
+        # The same server with its default 1 MiB read buffer, measured beside it in this
+        # run (same load): what the 64 KiB one saves per GET.
+        with s3.S3Server(self.root / "s3-default", io_buffer_size=None) as default:
+            self.default_get_cost = get_cost(default)
+        print(
+            "   server CPU per ranged GET (64 KiB read buffer; its default 1 MiB): "
+            + ", ".join(
+                f"{key[4:-3]} {value:,.0f} µs ({self.default_get_cost[key]:,.0f} µs)"
+                for key, value in self.server_get_cost.items()
+                if not key.endswith("wall_us")
+            ),
+            flush=True,
+        )
         print(
             f"   building a {self.store_bytes / (1 << 20):,.0f} MiB store "
             f"({self.segment >> 20} MiB segments), tiering a copy ...",
@@ -207,11 +236,7 @@ def build_stores(fixture: Fixture, case: Case) -> Metrics:
     status = tiered.tier_status()
     local_index_files = len(tiered._index_files())
     tiered.close()
-    from bench.peers import s3
-
-    listing = s3.client(fixture.endpoint).list_objects_v2(
-        Bucket=BUCKET, Prefix=f"{READ_PREFIX}/index/"
-    )
+    listing = fixture.s3_client().list_objects_v2(Bucket=BUCKET, Prefix=f"{READ_PREFIX}/index/")
     bucket_index_files = len(listing.get("Contents", []))
     segments = status["segments"]
     evicted = [s for s in segments if s["state"] == "evicted"]

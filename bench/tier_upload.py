@@ -75,7 +75,7 @@ def upload_pass(fixture: Fixture, path: Path, explicit: bool) -> Metrics:
         upload = store.tier_status()["upload"]
     finally:
         store.close()
-    s3.delete_prefix(s3.client(fixture.endpoint), BUCKET, prefix)
+    s3.delete_prefix(fixture.s3_client(), BUCKET, prefix)
     shutil.rmtree(path, ignore_errors=True)
     uploaded = upload["uploaded_bytes"]
     return {
@@ -100,7 +100,7 @@ def upload_plain(fixture: Fixture, case: Case, workdir: Path) -> Metrics:
 
     from bench.peers import s3
 
-    client = s3.client(fixture.endpoint)
+    client = fixture.s3_client()
     config = TransferConfig(
         multipart_threshold=PART,
         multipart_chunksize=PART,

@@ -12,7 +12,7 @@ fixture of the module starts them). See tests/support/brokers.py.
 (a module that needs another broker defines its own).
 
 ``s3_server`` is a real S3-compatible server (versitygw) for the session and ``s3_bucket``
-a fresh bucket on it for one test. See tests/support/s3_server.py.
+a fresh bucket on it for one test. See bench/peers/s3.py.
 
 ``spark`` is a local Spark session with rmq's data source for one module's tests (a
 module that needs other settings defines its own). See tests/support/spark_session.py.
@@ -33,9 +33,9 @@ import pytest
 from rmq.client import Client
 from rmq.cluster.local import LocalBroker
 
+from bench.peers.s3 import S3Server
 from tests.support.brokers import Brokers
 from tests.support.rocketmq_interop import Harness, build_harness
-from tests.support.s3_server import S3Server
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """A real S3-compatible server (versitygw, posix backend) on a loopback port for the
-    whole session; see tests/support/s3_server.py. A test that stops it should start it
+    whole session; see bench/peers/s3.py. A test that stops it should start it
     again (``s3_bucket`` restarts one left stopped)."""
     with S3Server(tmp_path_factory.mktemp("s3")) as server:
         yield server

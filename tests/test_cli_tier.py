@@ -19,8 +19,8 @@ from rmq.client import Client
 from rmq.cluster.local import LocalBroker
 from rmq.cluster.tier import brief, shard_options, shard_tier_url
 
+from bench.peers.s3 import S3Server
 from tests.support.cli import rmq_cli
-from tests.support.s3_server import S3Server
 
 SEGMENT = 65536
 TOPIC = "Tiered"

@@ -29,9 +29,9 @@ from rmq.cluster.local import LocalBroker
 from rmq.cluster.shard_metrics import cumulative_buckets
 from rmq.proto.v1 import broker_pb2 as pb
 
+from bench.peers.s3 import S3Server
 from tests.support.brokers import Brokers
 from tests.support.cli import rmq_cli
-from tests.support.s3_server import S3Server
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "docs" / "grafana-dashboard.json"

@@ -1,4 +1,4 @@
-"""The S3 server the tests use (versitygw, tests/support/s3_server.py), exercised for real
+"""The S3 server the tests use (versitygw, bench/peers/s3.py), exercised for real
 with boto3: what later tiered-storage tests rely on, including where an object's bytes
 live on disk and what a client sees when that file is damaged or the server is down."""
 
@@ -19,8 +19,8 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-import tests.support.s3_server as s3_server_module
-from tests.support.s3_server import S3Server, S3ServerError
+import bench.peers.s3 as s3_server_module
+from bench.peers.s3 import S3Server, S3ServerError
 
 MIB = 1 << 20
 

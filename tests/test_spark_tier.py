@@ -1,5 +1,5 @@
 """The ``rmq`` Spark source over tiered stores (``tier_url``), in local mode, against a
-real S3-compatible server (versitygw, tests/support/s3_server.py): two shards laid out
+real S3-compatible server (versitygw, bench/peers/s3.py): two shards laid out
 as ``rmq serve --tier-url`` lays them out (``PREFIX/shard-N``), their sealed segments
 uploaded and evicted, read straight from the bucket; read with their directories too,
 each message once; a changed object fails the job naming it; bad options fail when the
@@ -19,7 +19,8 @@ import rmq.spark
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
-from tests.support.s3_server import S3Server, free_port
+from bench.peers.common import free_port
+from bench.peers.s3 import S3Server
 from tests.support.spark_session import local_spark  # fails these tests without Java
 
 SEGMENT = 64 * 1024

@@ -1,5 +1,5 @@
 """The object-storage tier (issue 19) against a real S3-compatible server (versitygw on
-loopback, tests/support/s3_server.py): sealed segments are uploaded and confirmed, local
+loopback, bench/peers/s3.py): sealed segments are uploaded and confirmed, local
 copies are evicted only after that, every read works the same from the bucket, the
 server being down, frozen or answering errors touches neither appends nor local reads
 (and uploads resume by themselves), a crash never makes a segment
@@ -22,7 +22,7 @@ from rmq.errors import (
     TierObjectChangedError,
 )
 
-from tests.support.s3_server import S3Server
+from bench.peers.s3 import S3Server
 from tests.support.tier_crash import MESSAGES_PER_ROUND, ROUNDS, kill_tiered_writers
 from tests.support.tiered_store import SEGMENT
 from tests.support.tiered_store import open_tiered_store as open_store

@@ -14,7 +14,7 @@ import pytest
 import rmq
 from rmq.errors import TierError
 
-from tests.support.s3_server import S3Server
+from bench.peers.s3 import S3Server
 from tests.support.tiered_store import open_tiered_store, tier_state
 
 ENTRIES_PER_FILE = 100

@@ -1,5 +1,5 @@
 """Consume-queue files (file form) in the tier (issue 19, format §7.5), against a real
-S3-compatible server (versitygw on loopback, tests/support/s3_server.py): sealed queue
+S3-compatible server (versitygw on loopback, bench/peers/s3.py): sealed queue
 files whose entries all point into uploaded segments are uploaded and confirmed, their
 local copies go when the segments' do, reads by queue offset work the same from the
 bucket, a crash between upload and eviction leaves a consistent state, and a changed
@@ -18,8 +18,8 @@ import pytest
 import rmq
 from rmq.errors import TierObjectChangedError
 
+from bench.peers.s3 import S3Server
 from tests.support.cli import rmq_cli
-from tests.support.s3_server import S3Server
 from tests.support.tier_crash import kill_tiered_writers
 from tests.support.tiered_store import open_tiered_store, tier_state
 

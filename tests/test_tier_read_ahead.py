@@ -1,15 +1,19 @@
 """Pulls of evicted records fetch what their queue names (issue 19, format §7.4), against
 a real S3-compatible server (versitygw on loopback): a queue whose records lie far apart
-in the log fetches little more than its own records, every record arrives intact, and a
-reader of all queues still fetches each byte about once."""
+in the log fetches little more than its own records, every record arrives intact, a
+reader of all queues still fetches each byte about once, a pull's next records are
+fetched while its caller works, and what all readers fetch ahead shares one bound."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import rmq
 
-from tests.support.s3_server import S3Server
+from bench.peers.s3 import S3Server
 
 SEGMENT = 8 << 20
 BODY = 4096
@@ -20,9 +24,12 @@ def body(queue: int, i: int) -> bytes:
     return f"{queue}:{i}:".encode().ljust(BODY, b"x")
 
 
-def build(path: Path, server: S3Server, bucket: str) -> tuple[rmq.Store, dict[int, int]]:
-    """Two queues written a run of 1.5 MiB each in turn over three segments, the first two
-    evicted."""
+def build(
+    path: Path, server: S3Server, bucket: str, queues: int = 2, evicted: int = 2
+) -> tuple[rmq.Store, dict[int, int]]:
+    """``queues`` queues written a run of 1.5 MiB each in turn over ``evicted`` + 1
+    segments, the first ``evicted`` evicted; returns the store and the messages per
+    queue."""
     store = rmq.Store(
         str(path),
         commitlog_segment_size=SEGMENT,
@@ -30,20 +37,18 @@ def build(path: Path, server: S3Server, bucket: str) -> tuple[rmq.Store, dict[in
         tier_endpoint=server.endpoint,
         local_retention_bytes=0,
     )
-    store.create_topic("Spread", 2)
-    counts = {0: 0, 1: 0}
-    turn = 0
-    while store.commitlog_max_offset() < 2 * SEGMENT + (1 << 20):
-        queue = turn % 2
-        batch = [rmq.Message(body(queue, counts[queue] + j)) for j in range(RUN)]
-        store.put_batch("Spread", queue, batch)
-        counts[queue] += RUN
-        turn += 1
-    assert store.upload_to_tier() >= 2
+    store.create_topic("Spread", queues)
+    counts = dict.fromkeys(range(queues), 0)
+    while store.commitlog_max_offset() < evicted * SEGMENT + (1 << 20):
+        for queue in range(queues):
+            batch = [rmq.Message(body(queue, counts[queue] + j)) for j in range(RUN)]
+            store.put_batch("Spread", queue, batch)
+            counts[queue] += RUN
+    store.upload_to_tier()  # what the background uploader has not done yet
     store.run_retention()
     status = store.tier_status()
     assert status is not None
-    assert [s["state"] for s in status["segments"]][:2] == ["evicted", "evicted"]
+    assert [s["state"] for s in status["segments"]][:evicted] == ["evicted"] * evicted
     return store, counts
 
 
@@ -125,7 +130,7 @@ def test_a_hint_larger_than_the_read_cache_is_fetched_within_it(
     while store.commitlog_max_offset() < 6 * (16 << 20) + (1 << 20):
         store.put_batch("Big", 0, [rmq.Message(big_body(count + j)) for j in range(64)])
         count += 64
-    assert store.upload_to_tier() >= 6
+    store.upload_to_tier()  # what the background uploader has not done yet
     store.run_retention()
     evicted = evicted_bytes(store)
     assert evicted >= 6 * (16 << 20)
@@ -140,4 +145,80 @@ def test_a_hint_larger_than_the_read_cache_is_fetched_within_it(
     assert bodies == [big_body(i) for i in range(count)]
     spent = fetched(store) - before
     assert spent < 1.2 * evicted, (spent, evicted)
+    store.close()
+
+
+def reads(store: rmq.Store) -> dict[str, Any]:
+    status = store.tier_status()
+    assert status is not None
+    return dict(status["reads"])
+
+
+def test_a_pull_fetches_its_queues_next_records_in_the_background(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """The first pull of an evicted queue names the queue's next records to the tier and
+    returns its batch without waiting for them: they are fetched in the background (being
+    fetched or fetched, not read yet, when it returns), and the next pulls of them find
+    every block cached, with no GET of their own."""
+    store, _ = build(tmp_path / "store", aws_env, s3_bucket, queues=4, evicted=5)
+    first = store.get("Spread", 0, 0, 32)
+    assert [m.body for m in first] == [body(0, i) for i in range(32)]
+    ahead = reads(store)["read_ahead_bytes"]
+    assert ahead >= 4 << 20, reads(store)
+    deadline = time.monotonic() + 60
+    settled = reads(store)
+    while True:  # until the background GETs are done: all fetched, then a quiet second
+        time.sleep(1.0)
+        now = reads(store)
+        if now["bytes_fetched"] == settled["bytes_fetched"] and now["bytes_fetched"] >= ahead:
+            break
+        assert time.monotonic() < deadline, now
+        settled = now
+    offset = 32
+    while offset < 1024:
+        batch = store.get("Spread", 0, offset, 32)
+        assert [m.body for m in batch] == [body(0, i) for i in range(offset, offset + 32)]
+        offset += 32
+    after = reads(store)
+    assert after["range_reads"] == settled["range_reads"], (settled, after)
+    assert after["cache_hits"] > settled["cache_hits"]
+    store.close()
+
+
+def test_read_ahead_is_bounded_for_all_concurrent_readers_together(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """Four consumers at once, each of its own queue: each pull names about 16 MiB of its
+    queue's next records (four groups of 1,024 4 KiB entries), 64 MiB together, as much as
+    the whole read cache. What is fetched ahead and not read yet stays within one bound
+    for all of them (half the cache), so no consumer's read-ahead pushes out another's
+    before it is read: every record arrives intact, each byte fetched about once."""
+    store, counts = build(tmp_path / "store", aws_env, s3_bucket, queues=4, evicted=5)
+    per_queue = counts[0]
+    evicted = evicted_bytes(store)
+    assert evicted >= 5 * SEGMENT
+    before = reads(store)
+    failures: list[BaseException] = []
+
+    def consume_one(queue: int) -> None:
+        try:
+            got = consume(store, [queue])[queue]
+            assert got == [body(queue, i) for i in range(per_queue)]
+        except BaseException as error:  # reported by the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=consume_one, args=(q,)) for q in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert not failures, failures
+    after = reads(store)
+    assert after["read_ahead_limit_bytes"] == 32 << 20  # half the 64 MiB read cache
+    # Together they reached the bound (each alone names less) and never went past it.
+    assert after["read_ahead_peak_bytes"] == after["read_ahead_limit_bytes"], after
+    assert after["read_ahead_evicted_unread_bytes"] < evicted // 10, after
+    spent = after["bytes_fetched"] - before["bytes_fetched"]
+    assert spent < 1.3 * evicted, (spent, evicted)
     store.close()

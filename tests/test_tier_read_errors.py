@@ -1,5 +1,5 @@
 """Reads of data only the tier holds fail loudly (issue 19, docs/errors.md), against a
-real S3-compatible server (versitygw on loopback, tests/support/s3_server.py): with the
+real S3-compatible server (versitygw on loopback, bench/peers/s3.py): with the
 server killed, every kind of read of evicted data (pull by queue offset through an
 evicted queue file, read at a commit-log offset, key and msgId lookups, search by time)
 raises ``TierError`` with ``unreachable`` set, never an empty answer, and works again
@@ -26,7 +26,7 @@ from rmq.errors import CorruptRecordError, TierError, TierObjectChangedError
 from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
-from tests.support.s3_server import S3Server
+from bench.peers.s3 import S3Server
 from tests.support.tiered_store import SEGMENT, open_tiered_store
 
 ENTRIES_PER_FILE = 100

@@ -780,10 +780,13 @@ class Store:
         the reason while uploads fail, ``failing_since_ms``, ``failed_attempts``,
         ``in_progress``, ``uploaded_segments``, ``uploaded_bytes``,
         ``upload_seconds``) and ``reads`` of evicted segments (``range_reads``,
-        ``bytes_fetched``, ``cache_hits``, ``queue_read_failure``: the last failed read of
-        an evicted consume-queue file) and ``consume_queues``: the file form's queue files
-        in the tier (``file``, its path under ``consumequeue/``, ``size``, ``state``:
-        uploaded or evicted); None for a store without a tier."""
+        ``bytes_fetched``, ``cache_hits``, ``read_ahead_bytes``: fetched ahead of readers
+        and not read yet, all readers together, ``read_ahead_peak_bytes``, its bound
+        ``read_ahead_limit_bytes``, ``read_ahead_evicted_unread_bytes``,
+        ``queue_read_failure``: the last failed read of an evicted consume-queue file) and
+        ``consume_queues``: the file form's queue files in the tier (``file``, its path
+        under ``consumequeue/``, ``size``, ``state``: uploaded or evicted); None for a
+        store without a tier."""
     def upload_to_tier(self) -> int:
         """Upload every sealed segment now (the uploader does it every second), ignoring
         the pause after a failure; returns how many were uploaded."""

@@ -13,7 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from tests.support.s3_server import S3Server
+from bench.peers.s3 import S3Server
 
 WRITER = textwrap.dedent(
     """

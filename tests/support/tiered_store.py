@@ -9,7 +9,7 @@ from typing import Any
 
 import rmq
 
-from tests.support.s3_server import S3Server
+from bench.peers.s3 import S3Server
 
 SEGMENT = 64 * 1024
 

@@ -83,6 +83,14 @@ impl PyStore {
         reads.set_item("range_reads", status.reads.range_reads)?;
         reads.set_item("bytes_fetched", status.reads.bytes_fetched)?;
         reads.set_item("cache_hits", status.reads.cache_hits)?;
+        let r = &status.reads;
+        reads.set_item("read_ahead_bytes", r.read_ahead_bytes)?;
+        reads.set_item("read_ahead_peak_bytes", r.read_ahead_peak_bytes)?;
+        reads.set_item("read_ahead_limit_bytes", r.read_ahead_limit_bytes)?;
+        reads.set_item(
+            "read_ahead_evicted_unread_bytes",
+            r.read_ahead_evicted_unread_bytes,
+        )?;
         reads.set_item("queue_read_failure", &status.queue_read_failure)?;
         let consume_queues = PyList::empty(py);
         for (file, size, local) in &status.consume_queues {

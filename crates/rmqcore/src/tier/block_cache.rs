@@ -15,9 +15,10 @@ use bytes::Bytes;
 pub const BLOCK_SIZE: u64 = 64 << 10;
 
 /// The most blocks one GET fetches (8 MiB): versitygw (the loopback S3 server of
-/// `bench tier`) spends about 1.5 ms of CPU on a GET whatever its length (it allocates a
-/// large buffer per request) and 0.4 ns per byte sent, so a GET's fixed cost is worth
-/// about 4 MB of body. 16 MiB GETs (with 2,048-entry queue hints) made fewer requests,
+/// `bench tier`) spent about 1.5 ms of CPU on a GET whatever its length with its default
+/// 1 MiB read buffer, allocated per request, and 0.4 ns per byte sent, so a GET's fixed
+/// cost was worth about 4 MB of body (0.6 ms, about 1.5 MB, with the 64 KiB buffer the
+/// tests and bench give it now). 16 MiB GETs (with 2,048-entry queue hints) made fewer requests,
 /// but with four consumers of one span their read-ahead outgrew the 64 MiB cache and
 /// pushed out blocks before they were read (`bench tier`, 2 GiB: 121x the body fetched).
 pub const CHUNK_BLOCKS: u64 = 128;
@@ -48,6 +49,15 @@ pub struct BlockCache {
     in_flight: HashSet<BlockKey>,
     /// Per segment: the block read last and how many consecutive blocks led up to it.
     streaks: HashMap<u64, (u64, u64)>,
+    /// Blocks fetched (or being fetched) ahead of a reader, for any reader, and not read
+    /// yet: their number is bounded by `fetch_ahead_limit` for all readers together, so
+    /// that many consumers' read-ahead cannot push out of the cache what another fetched
+    /// ahead before it is read.
+    ahead: HashSet<BlockKey>,
+    /// The most blocks `ahead` has held.
+    ahead_peak: usize,
+    /// Blocks fetched ahead that were pushed out of the cache before anyone read them.
+    ahead_evicted_unread: u64,
 }
 
 impl BlockCache {
@@ -59,6 +69,9 @@ impl BlockCache {
             next_stamp: 0,
             in_flight: HashSet::new(),
             streaks: HashMap::new(),
+            ahead: HashSet::new(),
+            ahead_peak: 0,
+            ahead_evicted_unread: 0,
         }
     }
 
@@ -71,6 +84,7 @@ impl BlockCache {
     pub fn get(&mut self, key: BlockKey) -> Option<Bytes> {
         let stamp = self.stamp();
         let (block, used) = self.blocks.get_mut(&key)?;
+        self.ahead.remove(&key);
         self.by_use.remove(used);
         *used = stamp;
         let block = block.clone();
@@ -96,8 +110,36 @@ impl BlockCache {
         self.in_flight.insert(key);
     }
 
-    pub fn end_fetch(&mut self, key: BlockKey) {
+    /// A fetch of `key` ahead of its reader: in flight, and counted against the bound
+    /// of all readers' read-ahead until it is read (or pushed out, or its fetch fails).
+    pub fn start_fetch_ahead(&mut self, key: BlockKey) {
+        self.in_flight.insert(key);
+        self.ahead.insert(key);
+        self.ahead_peak = self.ahead_peak.max(self.ahead.len());
+    }
+
+    /// The fetch of `key` ended; `cached`: its block is about to be inserted.
+    pub fn end_fetch(&mut self, key: BlockKey, cached: bool) {
         self.in_flight.remove(&key);
+        if !cached {
+            self.ahead.remove(&key);
+        }
+    }
+
+    /// How many more blocks may be fetched ahead now, for all readers together.
+    pub fn ahead_room(&self) -> usize {
+        self.fetch_ahead_limit().saturating_sub(self.ahead.len())
+    }
+
+    /// (blocks fetched ahead and unread now, the most there were, the limit, blocks
+    /// fetched ahead and pushed out unread).
+    pub fn ahead_stats(&self) -> (usize, usize, usize, u64) {
+        (
+            self.ahead.len(),
+            self.ahead_peak,
+            self.fetch_ahead_limit(),
+            self.ahead_evicted_unread,
+        )
     }
 
     pub fn insert(&mut self, key: BlockKey, block: Bytes) {
@@ -109,6 +151,9 @@ impl BlockCache {
                 break;
             };
             self.blocks.remove(&oldest);
+            if self.ahead.remove(&oldest) {
+                self.ahead_evicted_unread += 1;
+            }
         }
         let stamp = self.stamp();
         self.blocks.insert(key, (block, stamp));
@@ -136,6 +181,7 @@ impl BlockCache {
 
     pub fn forget_segment(&mut self, start_offset: u64) {
         self.streaks.remove(&start_offset);
+        self.ahead.retain(|(start, _)| *start != start_offset);
         let gone: Vec<(BlockKey, u64)> = self
             .blocks
             .iter()
@@ -313,6 +359,38 @@ mod tests {
             Err("cut"),
             "a body cut short is an error, not fewer blocks"
         );
+    }
+
+    #[test]
+    fn read_ahead_is_bounded_for_all_readers_together() {
+        let mut cache = BlockCache::new(0);
+        let limit = cache.fetch_ahead_limit();
+        // Two readers' read-ahead, in two segments, share one room.
+        for index in 0..limit as u64 / 2 {
+            cache.start_fetch_ahead((1, index));
+            cache.start_fetch_ahead((2, index));
+        }
+        assert_eq!(cache.ahead_room(), 0);
+        // A block read leaves room for one more; a failed fetch too.
+        cache.end_fetch((1, 0), true);
+        cache.insert((1, 0), Bytes::from_static(b"x"));
+        assert_eq!(cache.ahead_room(), 0, "fetched but not read yet");
+        assert!(cache.get((1, 0)).is_some());
+        assert_eq!(cache.ahead_room(), 1);
+        cache.end_fetch((2, 0), false);
+        assert_eq!(cache.ahead_room(), 2);
+        // A block pushed out before it was read is counted and leaves the bound.
+        cache.end_fetch((1, 1), true);
+        cache.insert((1, 1), Bytes::from_static(b"x"));
+        for index in 0..cache.capacity_blocks as u64 {
+            cache.insert((9, index), Bytes::from_static(b"y"));
+        }
+        let (unread, peak, limit_now, evicted_unread) = cache.ahead_stats();
+        assert_eq!((peak, limit_now, evicted_unread), (limit, limit, 1));
+        assert_eq!(unread, limit - 3);
+        cache.forget_segment(1);
+        cache.forget_segment(2);
+        assert_eq!(cache.ahead_room(), limit);
     }
 
     #[test]

@@ -163,33 +163,41 @@ impl RemoteLog {
     /// Fetch the blocks `wanted` (ascending) of `segment` that are neither cached nor
     /// being fetched, in the background, one GET per run; at most `budget` blocks are
     /// taken from `wanted` (cached ones count: they are read ahead too), and the budget
-    /// is reduced by as many. A failed fetch is dropped: the reader that wants the block
-    /// fetches it itself and sees the error.
+    /// is reduced by as many. Each is `(block, named)`: a named block covers a record a
+    /// reader asked for ahead and counts against the bound of all readers' read-ahead
+    /// (`BlockCache::ahead_room`; none is fetched past it); an unnamed one only fills a
+    /// gap between named ones (at most `FILL_GAP_BLOCKS`) to make one GET of two. A failed
+    /// fetch is dropped: the reader that wants the block fetches it itself and sees the
+    /// error.
     fn fetch_in_background(
         &self,
         segment: &TieredSegment,
-        wanted: impl Iterator<Item = u64>,
+        wanted: impl Iterator<Item = (u64, bool)>,
         budget: &mut usize,
     ) {
         let blocks = segment.size.div_ceil(BLOCK_SIZE);
         let mine: Vec<u64> = {
             let mut cache = self.cache.0.lock().expect("block cache lock");
-            wanted
-                .take_while(|&index| index < blocks)
-                .take_while(|_| {
-                    let left = *budget > 0;
-                    *budget = budget.saturating_sub(1);
-                    left
-                })
-                .filter(|&index| {
-                    let key: BlockKey = (segment.start_offset, index);
-                    let missing = cache.missing(key);
-                    if missing {
-                        cache.start_fetch(key);
-                    }
-                    missing
-                })
-                .collect()
+            let mut mine = Vec::new();
+            for (index, named) in wanted.take_while(|&(index, _)| index < blocks) {
+                if *budget == 0 {
+                    break;
+                }
+                *budget -= 1;
+                let key: BlockKey = (segment.start_offset, index);
+                if !cache.missing(key) {
+                    continue;
+                }
+                if !named {
+                    cache.start_fetch(key);
+                } else if cache.ahead_room() > 0 {
+                    cache.start_fetch_ahead(key);
+                } else {
+                    break;
+                }
+                mine.push(index);
+            }
+            mine
         };
         let object = self.client.location().segment(segment.start_offset);
         for run in runs(&mine) {
@@ -228,7 +236,8 @@ impl RemoteLog {
         let blocks = segment.size.div_ceil(BLOCK_SIZE);
         let until = ((index / CHUNK_BLOCKS + 1 + READ_AHEAD_CHUNKS) * CHUNK_BLOCKS).min(blocks);
         let mut budget = self.fetch_ahead_limit();
-        self.fetch_in_background(segment, index + 1..until, &mut budget);
+        let wanted = (index + 1..until).map(|index| (index, true));
+        self.fetch_in_background(segment, wanted, &mut budget);
     }
 
     /// Records that a reader will read soon, as (commit-log offset, size): their blocks
@@ -246,8 +255,7 @@ impl RemoteLog {
                 .is_some_and(|s| offset >= s.start_offset && offset < s.start_offset + s.size);
             if !inside {
                 if let Some(previous) = segment.take() {
-                    let filled = fill_gaps(&wanted).into_iter();
-                    self.fetch_in_background(&previous, filled, &mut budget);
+                    self.fetch_in_background(&previous, named(&wanted), &mut budget);
                     wanted.clear();
                 }
                 segment = self.segment_holding(offset);
@@ -262,9 +270,17 @@ impl RemoteLog {
             }
         }
         if let Some(last) = segment {
-            self.fetch_in_background(&last, fill_gaps(&wanted).into_iter(), &mut budget);
+            self.fetch_in_background(&last, named(&wanted), &mut budget);
         }
     }
+}
+
+/// The blocks `wanted` (ascending) with their gaps filled (`fill_gaps`), each marked
+/// whether it is one of `wanted`.
+fn named(wanted: &[u64]) -> impl Iterator<Item = (u64, bool)> + '_ {
+    fill_gaps(wanted)
+        .into_iter()
+        .map(move |index| (index, wanted.binary_search(&index).is_ok()))
 }
 
 /// The bytes of `segment` that the blocks `run` hold.
@@ -295,7 +311,7 @@ fn settle(
     let (lock, fetched) = &**cache;
     let mut cache = lock.lock().expect("block cache lock");
     for (i, index) in run.clone().enumerate() {
-        cache.end_fetch((start_offset, index));
+        cache.end_fetch((start_offset, index), blocks.is_some());
         if let Some(blocks) = blocks {
             cache.insert((start_offset, index), blocks[i].clone());
         }

@@ -48,14 +48,27 @@ pub struct ReadStats {
     pub range_reads: u64,
     pub bytes_fetched: u64,
     pub cache_hits: u64,
+    /// Bytes fetched (or being fetched) ahead of readers and not read yet, all readers
+    /// together; the most there were; the bound on them; and those pushed out unread.
+    pub read_ahead_bytes: u64,
+    pub read_ahead_peak_bytes: u64,
+    pub read_ahead_limit_bytes: u64,
+    pub read_ahead_evicted_unread_bytes: u64,
 }
 
 impl RemoteLog {
     pub fn read_stats(&self) -> ReadStats {
+        let (ahead, peak, limit, evicted_unread) =
+            self.cache.0.lock().expect("block cache lock").ahead_stats();
+        let bytes = |blocks: u64| blocks * super::block_cache::BLOCK_SIZE;
         ReadStats {
             range_reads: self.reads.range_reads.load(Ordering::Relaxed),
             bytes_fetched: self.reads.bytes_fetched.load(Ordering::Relaxed),
             cache_hits: self.reads.cache_hits.load(Ordering::Relaxed),
+            read_ahead_bytes: bytes(ahead as u64),
+            read_ahead_peak_bytes: bytes(peak as u64),
+            read_ahead_limit_bytes: bytes(limit as u64),
+            read_ahead_evicted_unread_bytes: bytes(evicted_unread),
         }
     }
 
