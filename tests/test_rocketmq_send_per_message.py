@@ -16,8 +16,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import grpc
 import pytest
-from rmq.rocketmq.wire import v2
+from rmq.rocketmq.wire import rpc, service, v2
 
 from tests.support.brokers import Brokers
 from tests.test_rocketmq_native_send import Plane, fifo, message, native_counts, start_planes
@@ -163,3 +164,18 @@ EXPECTED_MIXED = [
     ),
     ("S-4", "OK", "OK"),
 ]
+
+
+def test_a_compressed_grpc_frame_is_refused_and_stores_nothing(plane: tuple[str, Plane]) -> None:
+    """The data plane reads uncompressed gRPC frames only; such a send reaches the Python
+    server, which has no send path and says how to send instead."""
+    topic, native = plane
+    ends = native.ends([topic])
+    endpoint = native.client.route(topic).queues[native.local[0]].endpoint
+    with grpc.insecure_channel(endpoint, compression=grpc.Compression.Gzip) as channel:
+        stub = service.MessagingServiceStub(channel)
+        request = rpc.SendMessageRequest(messages=[message(topic, "Z", b"z" * 1000)])
+        answer = stub.SendMessage(request, timeout=10)
+    assert answer.status.code == v2.BAD_REQUEST
+    assert "compression" in answer.status.message
+    assert native.ends([topic]) == ends
