@@ -1,5 +1,5 @@
 //! The RocketMQ 5 protocol (`apache.rocketmq.v2`) on the native data plane: `SendMessage`
-//! (`send`: every request answered per message, with the protocol's message checks in
+//! (`send`: every request answered per message, stored by `put`, with the protocol's message checks in
 //! `check`, gzip bodies in `body_encoding`, the refusals' wording in `python_text` and
 //! the codes in `status`), and the consume side: `ReceiveMessage` (`receive`), `AckMessage` and
 //! `ChangeInvisibleDuration` (`ack`), over the lease book (`lease_book`, `queue_leases`,
@@ -13,6 +13,7 @@ pub mod check;
 pub mod claim;
 pub mod lease_book;
 pub mod outgoing;
+pub mod put;
 pub mod python_text;
 pub mod queue_leases;
 pub mod receipt;
