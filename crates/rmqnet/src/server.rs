@@ -242,7 +242,7 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
                         .pull(&message, grpc::timeout(&parts.headers))
                         .await,
                 ),
-                ROCKETMQ_SEND => context.rocketmq.send(message, peer).await,
+                ROCKETMQ_SEND => Outcome::Answer(context.rocketmq.send(message, peer).await),
                 _ => consume(context, path, &message, &parts.headers).await,
             }
         }

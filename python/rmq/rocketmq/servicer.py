@@ -17,7 +17,6 @@ import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from rmq import errors
-from rmq.broker.servicer import born_host
 from rmq.errors import ProtocolError
 from rmq.rocketmq import message_codec, routes, settings
 from rmq.rocketmq.routes import Topology
@@ -88,13 +87,14 @@ class MessagingServicer(service.MessagingServiceServicer):  # type: ignore[misc]
     # ---- messages ----
 
     def SendMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """A shard process's native data plane answers every SendMessage it can read
+        (``rmqnet::rocketmq::send``); what reaches here is a send to the access point, or
+        one in a gRPC-compressed frame, which the data plane does not read."""
+
         def call() -> Any:
-            if not request.messages:
-                raise ProtocolError("BAD_REQUEST", "the request has no messages")
-            entries = self._data_plane().send(request.messages, born_host(context))
-            failed = [e.status for e in entries if e.status.code != v2.OK]
-            return rpc.SendMessageResponse(
-                status=failed[0] if failed else status(), entries=entries
+            self._data_plane()
+            raise ProtocolError(
+                "BAD_REQUEST", "send without gRPC message compression (gzip the body instead)"
             )
 
         return _answer(call, rpc.SendMessageResponse)

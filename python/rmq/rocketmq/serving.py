@@ -89,9 +89,7 @@ def shard_servicer(
     books: Mapping[int, LeaseBook],
 ) -> tuple[MessagingServicer, ShardBackend, DeadLetters]:
     dead_letters = DeadLetters(supervisor)
-    backend = ShardBackend(
-        handler, stores, limits=limits, policy=policy, dead_letters=dead_letters, books=books
-    )
+    backend = ShardBackend(handler, stores, policy=policy, dead_letters=dead_letters, books=books)
     servicer = MessagingServicer(
         ClientTopology(supervisor), backend, max_body_bytes=limits.max_body_bytes, policy=policy
     )

@@ -1,4 +1,5 @@
-"""What a shard process does for RocketMQ v2 clients: store sent messages, hand out
+"""What a shard process does for RocketMQ v2 clients besides storing sent messages (the
+native data plane answers every SendMessage: ``rmqnet::rocketmq::send``): hand out
 messages to consumer groups with an invisible duration, take acks, redeliver what was
 not acked in time, and move what failed too often to the group's dead-letter topic.
 
@@ -18,21 +19,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import rmq
 from rmq import errors
 from rmq._rmqcore import LeaseBook
 from rmq.broker.shard_handler import ShardHandler
-from rmq.broker.validation import Limits, check_group, check_topic
+from rmq.broker.validation import check_group, check_topic
 from rmq.errors import ProtocolError
-from rmq.rocketmq import message_codec
 from rmq.rocketmq.receipts import Receipt
 from rmq.rocketmq.settings import ConsumerPolicy
-from rmq.rocketmq.status import status, status_for
-from rmq.rocketmq.wire import rpc, v2
+from rmq.rocketmq.wire import v2
 
 log = logging.getLogger(__name__)
 
@@ -76,65 +74,18 @@ class ShardBackend:
         handler: ShardHandler,
         stores: Mapping[int, rmq.Store],
         *,
-        limits: Limits,
         policy: ConsumerPolicy,
         dead_letters: Callable[[str, rmq.Message], None],
         books: Mapping[int, LeaseBook],
     ) -> None:
         self._handler = handler
         self._stores = dict(stores)
-        self._limits = limits
         self.policy = policy
         self._dead_letters = dead_letters
         self._books = dict(books)
-        self._turn_lock = threading.Lock()
-        self._turn = 0
         self._stop = threading.Event()
         self._saver = threading.Thread(target=self._save_loop, name="v2-leases", daemon=True)
         self._saver.start()
-
-    # ---- sending ----
-
-    def send(
-        self, messages: Sequence[v2.Message], born_host: str | None
-    ) -> list[rpc.SendResultEntry]:
-        entries = []
-        for message in messages:
-            try:
-                checked = message_codec.incoming(message, self._limits)
-                queue_id = self._queue_for(checked)
-                store = self._store(checked.topic, queue_id)[1]
-                [result] = store.put_batch(
-                    checked.topic, queue_id, [checked.message], born_host=born_host
-                )
-                self._handler.notify(checked.topic, queue_id)
-                entries.append(
-                    rpc.SendResultEntry(
-                        status=status(),
-                        message_id=checked.message_id,
-                        offset=result.queue_offset,
-                    )
-                )
-            except Exception as error:  # each message gets its own status
-                entries.append(
-                    rpc.SendResultEntry(
-                        status=status_for(error),
-                        message_id=message.system_properties.message_id,
-                    )
-                )
-        return entries
-
-    def _queue_for(self, message: message_codec.Incoming) -> int:
-        """The queue a sent message goes to, chosen here as RocketMQ's proxy does (the
-        clients do not all say one): among the topic's queues in this process, the same
-        one for every message of a message group, else the next in turn."""
-        queues = self._local_queues(message.topic, -1)
-        group = message.message.properties.get(message_codec.MESSAGE_GROUP)
-        if group is not None:
-            return queues[zlib.crc32(group.encode()) % len(queues)]
-        with self._turn_lock:
-            self._turn += 1
-            return queues[self._turn % len(queues)]
 
     # ---- receiving ----
 

@@ -1,17 +1,18 @@
-//! A v2 message checked as `python/rmq/rocketmq/message_codec.py` (`incoming()`) checks
-//! it, and turned into what that path stores: the tag, the keys, the user properties in
-//! name order, then `UNIQ_KEY` (the client's message id) and `__SHARDINGKEY` (the message
-//! group). `None` for every message the Python path would refuse, and for anything
-//! unusual that it might store otherwise (a gzip body, a delivery time, a text whose
-//! blankness Python's `str.strip()` decides differently from Rust's): the request then
-//! goes to the Python path, which answers it precisely.
+//! A sent v2 message checked as RocketMQ's proxy checks it, in the order (and with the
+//! codes and words) the Python broker always answered with, and turned into what the
+//! store keeps: the tag, the keys, the user properties in name order, then `UNIQ_KEY`
+//! (the client's message id) and `__SHARDINGKEY` (the message group). A refused message
+//! gets its own status; the request's other messages go on.
 
 use bytes::Bytes;
-use rmqproto::rocketmq_v2::{Encoding, Message, MessageType};
+use rmqproto::rocketmq_v2::{Code, Message, MessageType, Status, SystemProperties};
+
+use super::body_encoding::decoded_body;
+use super::python_text::{has_control, is_blank, repr};
+use super::status::refused;
 
 pub const UNIQ_KEY: &str = "UNIQ_KEY";
 pub const MESSAGE_GROUP: &str = "__SHARDINGKEY";
-
 /// Properties RocketMQ's broker keeps for itself: a client may not set them as user
 /// properties. The one list: the Python path (`message_codec.SYSTEM_PROPERTIES`) takes it
 /// from here through the binding.
@@ -41,11 +42,12 @@ pub const SYSTEM_PROPERTIES: &[&str] = &[
     "__BORNHOST",
 ];
 
-/// A message the Python path would accept, as it would store it.
+/// A message that passed every check, as it is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checked {
     pub topic: String,
     pub message_id: String,
+    /// Inflated, when it was sent gzipped.
     pub body: Bytes,
     pub tag: Option<String>,
     pub keys: Vec<String>,
@@ -56,75 +58,38 @@ pub struct Checked {
     pub born_timestamp: Option<i64>,
 }
 
-/// `message` as the Python path would store it, or `None` to leave it to that path.
-pub fn check(message: Message, max_body_bytes: usize) -> Option<Checked> {
-    let system = message.system_properties?;
-    let topic = message.topic?.name;
-    let plain_encoding = matches!(
-        Encoding::try_from(system.body_encoding),
-        Ok(Encoding::Identity | Encoding::Unspecified)
-    );
-    let plain = !topic.is_empty()
-        && !system.message_id.is_empty()
-        && !has_control(&system.message_id)
-        && plain_encoding
-        && !message.body.is_empty()
-        && message.body.len() <= max_body_bytes
-        && system.delivery_timestamp.is_none()
-        && system.lite_topic.is_none()
-        && system.priority.is_none()
-        && type_fits(system.message_type, system.message_group.is_some());
-    if !plain {
-        return None;
-    }
-    if let Some(tag) = &system.tag {
-        if !non_blank(tag)? || tag.contains('|') || has_control(tag) {
-            return None;
-        }
-    }
-    for key in &system.keys {
-        if !non_blank(key)? || key.contains(' ') || has_control(key) {
-            return None;
-        }
-    }
-    if let Some(group) = &system.message_group {
-        if !non_blank(group)? || has_control(group) {
-            return None;
-        }
-    }
-    let mut properties: Vec<(String, String)> = message.user_properties.into_iter().collect();
-    let acceptable = properties.iter().all(|(name, value)| {
-        !name.is_empty()
-            && !value.is_empty()
-            && !SYSTEM_PROPERTIES.contains(&name.as_str())
-            && !has_control(name)
-            && !has_control(value)
+/// A message refused before the store saw it: the id it is answered with, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refused {
+    pub message_id: String,
+    pub status: Status,
+}
+
+/// `message` as it is stored, or why it is refused.
+pub fn check(message: Message, max_body_bytes: usize) -> Result<Checked, Refused> {
+    let topic = message.topic.map(|t| t.name).unwrap_or_default();
+    let system = message.system_properties.unwrap_or_default();
+    let accepted = accept(&topic, &system, message.body, max_body_bytes).and_then(|body| {
+        let properties = user_properties(message.user_properties)?;
+        Ok((body, properties, born_timestamp(&system)?))
     });
-    if !acceptable {
-        return None;
-    }
-    properties.sort_unstable();
+    let (body, mut properties, born_timestamp) = match accepted {
+        Ok(accepted) => accepted,
+        Err(status) => {
+            return Err(Refused {
+                message_id: system.message_id,
+                status,
+            })
+        }
+    };
     properties.push((UNIQ_KEY.to_owned(), system.message_id.clone()));
     if let Some(group) = &system.message_group {
         properties.push((MESSAGE_GROUP.to_owned(), group.clone()));
     }
-    let born_timestamp = match system.born_timestamp {
-        None => None,
-        Some(born) => {
-            if born.seconds < 0 || !(0..1_000_000_000).contains(&born.nanos) {
-                return None;
-            }
-            let millis = born
-                .seconds
-                .checked_mul(1000)?
-                .checked_add(i64::from(born.nanos / 1_000_000))?;
-            (millis != 0).then_some(millis)
-        }
-    };
-    Some(Checked {
+    Ok(Checked {
         topic,
         message_id: system.message_id,
-        body: message.body,
+        body,
         tag: system.tag,
         keys: system.keys,
         properties,
@@ -133,41 +98,146 @@ pub fn check(message: Message, max_body_bytes: usize) -> Option<Checked> {
     })
 }
 
-/// `message_codec._check_type`: normal, FIFO or unspecified; FIFO with a message group,
-/// normal without one.
-fn type_fits(kind: i32, grouped: bool) -> bool {
-    match MessageType::try_from(kind) {
-        Ok(MessageType::Unspecified) => true,
-        Ok(MessageType::Normal) => !grouped,
-        Ok(MessageType::Fifo) => grouped,
-        _ => false,
+/// The checks of the message's own fields before its properties, in their order; the
+/// body to store.
+fn accept(
+    topic: &str,
+    system: &SystemProperties,
+    body: Bytes,
+    max_body_bytes: usize,
+) -> Result<Bytes, Status> {
+    if topic.is_empty() {
+        return Err(refused(Code::IllegalTopic, "the message names no topic"));
+    }
+    if system.message_id.is_empty() {
+        return Err(refused(
+            Code::IllegalMessageId,
+            "the message has no message_id",
+        ));
+    }
+    let body = decoded_body(body, system.body_encoding, max_body_bytes)?;
+    if body.is_empty() {
+        return Err(refused(Code::MessageBodyEmpty, "the message body is empty"));
+    }
+    if body.len() > max_body_bytes {
+        return Err(refused(
+            Code::MessageBodyTooLarge,
+            format!(
+                "the body is {} bytes; this broker takes at most {max_body_bytes}",
+                body.len()
+            ),
+        ));
+    }
+    check_type(
+        system.message_type,
+        system.message_group.is_some(),
+        system.delivery_timestamp.is_some(),
+    )?;
+    if let Some(tag) = &system.tag {
+        if is_blank(tag) || tag.contains('|') || has_control(tag) {
+            return Err(refused(
+                Code::IllegalMessageTag,
+                format!("tag {} is blank or holds '|'", repr(tag)),
+            ));
+        }
+    }
+    for key in &system.keys {
+        if is_blank(key) || key.contains(' ') || has_control(key) {
+            return Err(refused(
+                Code::IllegalMessageKey,
+                format!("key {} is blank or holds a space", repr(key)),
+            ));
+        }
+    }
+    if let Some(group) = &system.message_group {
+        if is_blank(group) || has_control(group) {
+            return Err(refused(
+                Code::IllegalMessageGroup,
+                format!("message group {} is blank", repr(group)),
+            ));
+        }
+    }
+    Ok(body)
+}
+
+/// Normal, FIFO or unspecified; FIFO with a message group, normal without one. Delay and
+/// transactional messages are the protocol's, but not offered here.
+fn check_type(kind: i32, grouped: bool, delayed: bool) -> Result<(), Status> {
+    let kind = MessageType::try_from(kind).map_err(|_| kind);
+    if matches!(kind, Ok(MessageType::Delay | MessageType::Transaction)) || delayed {
+        return Err(refused(
+            Code::NotImplemented,
+            "delay and transactional messages are not supported; send normal or FIFO messages",
+        ));
+    }
+    let conflict = |text: &str| Err(refused(Code::MessagePropertyConflictWithType, text));
+    match kind {
+        Ok(MessageType::Unspecified) => Ok(()),
+        Ok(MessageType::Fifo) if !grouped => conflict("a FIFO message needs a message group"),
+        Ok(MessageType::Normal) if grouped => {
+            conflict("a normal message cannot have a message group")
+        }
+        Ok(MessageType::Fifo | MessageType::Normal) => Ok(()),
+        Ok(other) => Err(refused(
+            Code::Unsupported,
+            format!("message type {} is not supported", other.as_str_name()),
+        )),
+        Err(unknown) => Err(refused(
+            Code::Unsupported,
+            format!("message type {unknown} is not supported"),
+        )),
     }
 }
 
-/// `message_codec._has_control`: a character below U+0020.
-fn has_control(text: &str) -> bool {
-    text.chars().any(|c| c < '\u{20}')
+/// The user properties in name order (a protobuf map has none of its own), each checked
+/// in that order.
+fn user_properties(
+    properties: impl IntoIterator<Item = (String, String)>,
+) -> Result<Vec<(String, String)>, Status> {
+    let mut properties: Vec<(String, String)> = properties.into_iter().collect();
+    properties.sort_unstable();
+    for (name, value) in &properties {
+        if name.is_empty()
+            || SYSTEM_PROPERTIES.contains(&name.as_str())
+            || has_control(name)
+            || has_control(value)
+        {
+            return Err(refused(
+                Code::IllegalMessagePropertyKey,
+                format!(
+                    "property {} is reserved by the broker or holds a control character",
+                    repr(name)
+                ),
+            ));
+        }
+        if value.is_empty() {
+            return Err(refused(
+                Code::IllegalMessagePropertyKey,
+                format!("property {} is empty", repr(name)),
+            ));
+        }
+    }
+    Ok(properties)
 }
 
-/// Python's `bool(text.strip())`, where Rust can tell: a text with a printable ASCII
-/// character, a letter or a digit is not blank (no definition of whitespace holds them);
-/// one of ASCII whitespace alone is. Any other text (say, only non-ASCII symbols and
-/// spaces) is `None`: Python decides.
-fn non_blank(text: &str) -> Option<bool> {
-    let python_space = |c: char| matches!(c, ' ' | '\t'..='\r' | '\u{1c}'..='\u{1f}');
-    if text
-        .chars()
-        .any(|c| (c.is_ascii() && !python_space(c)) || c.is_alphanumeric())
-    {
-        return Some(true);
-    }
-    text.is_ascii().then_some(false)
+/// The client's born time in milliseconds (rounded down, as the seconds and nanoseconds
+/// add up); `None` when not given or 0, and the store takes the time of the put.
+fn born_timestamp(system: &SystemProperties) -> Result<Option<i64>, Status> {
+    let Some(born) = &system.born_timestamp else {
+        return Ok(None);
+    };
+    let millis = born
+        .seconds
+        .checked_mul(1000)
+        .and_then(|millis| millis.checked_add(i64::from(born.nanos).div_euclid(1_000_000)))
+        .ok_or_else(|| refused(Code::BadRequest, "born_timestamp is out of range"))?;
+    Ok((millis != 0).then_some(millis))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmqproto::rocketmq_v2::{Resource, SystemProperties};
+    use rmqproto::rocketmq_v2::{Encoding, Resource};
 
     fn message(system: SystemProperties) -> Message {
         Message {
@@ -194,8 +264,15 @@ mod tests {
         }
     }
 
+    fn refusal(message: Message, max_body_bytes: usize) -> (Code, String) {
+        let refused = check(message, max_body_bytes).expect_err("refused");
+        assert_eq!(refused.message_id, "01AB");
+        let code = Code::try_from(refused.status.code).unwrap();
+        (code, refused.status.message)
+    }
+
     #[test]
-    fn an_ordinary_message_is_stored_as_the_python_path_stores_it() {
+    fn an_ordinary_message_is_stored_with_its_fields_as_properties() {
         let checked = check(message(normal()), 10).unwrap();
         assert_eq!(checked.tag.as_deref(), Some("tag"));
         let names: Vec<_> = checked.properties.iter().map(|(n, _)| n.as_str()).collect();
@@ -217,47 +294,111 @@ mod tests {
     }
 
     #[test]
-    fn what_python_refuses_or_treats_otherwise_is_left_to_it() {
+    fn each_refusal_has_its_code_and_words() {
         type Change = Box<dyn Fn(&mut SystemProperties)>;
-        let variants: Vec<Change> = vec![
-            Box::new(|s| s.message_id.clear()),
-            Box::new(|s| s.body_encoding = Encoding::Gzip as i32),
-            Box::new(|s| s.message_type = MessageType::Fifo as i32),
-            Box::new(|s| s.message_group = Some("g".into())),
-            Box::new(|s| s.message_type = MessageType::Delay as i32),
-            Box::new(|s| s.tag = Some(" ".into())),
-            Box::new(|s| s.tag = Some("a|b".into())),
-            Box::new(|s| s.tag = Some("\u{3000}".into())),
-            Box::new(|s| s.keys.push("a b".into())),
-            Box::new(|s| s.keys.push("\u{1}x".into())),
-            Box::new(|s| s.delivery_timestamp = Some(Default::default())),
-            Box::new(|s| {
-                s.born_timestamp = Some(prost_types::Timestamp {
-                    seconds: -1,
-                    nanos: 0,
-                })
-            }),
+        let cases: Vec<(Change, Code, &str)> = vec![
+            (
+                Box::new(|s| s.message_type = MessageType::Fifo as i32),
+                Code::MessagePropertyConflictWithType,
+                "a FIFO message needs a message group",
+            ),
+            (
+                Box::new(|s| s.message_group = Some("g".into())),
+                Code::MessagePropertyConflictWithType,
+                "a normal message cannot have a message group",
+            ),
+            (
+                Box::new(|s| s.message_type = MessageType::Delay as i32),
+                Code::NotImplemented,
+                "delay and transactional messages are not supported; send normal or FIFO messages",
+            ),
+            (
+                Box::new(|s| s.delivery_timestamp = Some(Default::default())),
+                Code::NotImplemented,
+                "delay and transactional messages are not supported; send normal or FIFO messages",
+            ),
+            (
+                Box::new(|s| s.message_type = MessageType::Lite as i32),
+                Code::Unsupported,
+                "message type LITE is not supported",
+            ),
+            (
+                Box::new(|s| s.message_type = 99),
+                Code::Unsupported,
+                "message type 99 is not supported",
+            ),
+            (
+                Box::new(|s| s.tag = Some("\u{3000}".into())),
+                Code::IllegalMessageTag,
+                "tag '\\u3000' is blank or holds '|'",
+            ),
+            (
+                Box::new(|s| s.tag = Some("a|b".into())),
+                Code::IllegalMessageTag,
+                "tag 'a|b' is blank or holds '|'",
+            ),
+            (
+                Box::new(|s| s.keys.push("a b".into())),
+                Code::IllegalMessageKey,
+                "key 'a b' is blank or holds a space",
+            ),
+            (
+                Box::new(|s| s.keys.push("\u{1}x".into())),
+                Code::IllegalMessageKey,
+                "key '\\x01x' is blank or holds a space",
+            ),
+            (
+                Box::new(|s| {
+                    s.message_type = MessageType::Fifo as i32;
+                    s.message_group = Some(" ".into());
+                }),
+                Code::IllegalMessageGroup,
+                "message group ' ' is blank",
+            ),
+            (
+                Box::new(|s| {
+                    s.born_timestamp = Some(prost_types::Timestamp {
+                        seconds: i64::MAX,
+                        nanos: 0,
+                    })
+                }),
+                Code::BadRequest,
+                "born_timestamp is out of range",
+            ),
         ];
-        for change in variants {
+        for (change, code, words) in cases {
             let mut system = normal();
             change(&mut system);
-            assert_eq!(check(message(system), 10), None);
+            assert_eq!(refusal(message(system), 10), (code, words.to_owned()));
         }
-        assert_eq!(check(message(normal()), 4), None, "body over the limit");
-        for (name, value) in [("UNIQ_KEY", "x"), ("TAGS", "x"), ("", "x"), ("p", "")] {
-            let mut reserved = message(normal());
-            reserved.user_properties.insert(name.into(), value.into());
-            assert_eq!(check(reserved, 10), None, "{name:?}={value:?}");
+        let too_large = (
+            Code::MessageBodyTooLarge,
+            "the body is 5 bytes; this broker takes at most 4".to_owned(),
+        );
+        assert_eq!(refusal(message(normal()), 4), too_large);
+        let reserved = "is reserved by the broker or holds a control character";
+        for (name, value, words) in [
+            ("UNIQ_KEY", "x", format!("property 'UNIQ_KEY' {reserved}")),
+            ("", "x", format!("property '' {reserved}")),
+            ("p", "\u{1}", format!("property 'p' {reserved}")),
+            ("p", "", "property 'p' is empty".to_owned()),
+        ] {
+            let mut bad = message(normal());
+            bad.user_properties.insert(name.into(), value.into());
+            assert_eq!(refusal(bad, 10), (Code::IllegalMessagePropertyKey, words));
         }
     }
 
     #[test]
-    fn blankness_is_decided_only_where_python_agrees() {
-        assert_eq!(non_blank("a"), Some(true));
-        assert_eq!(non_blank(" \t"), Some(false));
-        assert_eq!(non_blank("\u{3000}x"), Some(true));
-        assert_eq!(non_blank("\u{3000}"), None);
-        assert_eq!(non_blank("标签"), Some(true));
-        assert_eq!(non_blank("\u{3000}\u{2028}"), None);
+    fn a_negative_born_time_rounds_down_as_python_does() {
+        let mut system = normal();
+        system.born_timestamp = Some(prost_types::Timestamp {
+            seconds: -1,
+            nanos: 1,
+        });
+        assert_eq!(
+            check(message(system), 10).unwrap().born_timestamp,
+            Some(-1000)
+        );
     }
 }

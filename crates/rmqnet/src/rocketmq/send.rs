@@ -1,47 +1,39 @@
-//! `apache.rocketmq.v2.MessagingService/SendMessage` answered from the engine, the way
-//! `python/rmq/rocketmq/shard_backend.py` (`send`) answers it: each message checked as
-//! `message_codec.incoming()` checks it (`check.rs`), its queue chosen as `_queue_for`
-//! chooses it, stored with the same properties, and answered with the same
-//! `SendMessageResponse`. A request is taken only when every message in it is plainly
-//! acceptable; otherwise it is declined whole, before anything is stored, and the Python
-//! path answers it with its precise codes.
+//! `apache.rocketmq.v2.MessagingService/SendMessage`, answered from the engine for every
+//! request: each message checked (`check.rs`: the protocol's refusals, gzip bodies), its
+//! queue chosen (a message group's always the same one, the others in turn over the
+//! topic's queues in this process), stored, and answered with its own status. A refused
+//! message is not stored and does not keep the others from being stored; the response's
+//! status is the first refusal's, or OK.
 
-use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use http::Response;
 use prost::Message as _;
-use rmqcore::record::crc_property::CRC_PROPERTY_LENGTH;
-use rmqcore::record::message_rules::check_message_fields;
-use rmqcore::record::properties::MAX_PROPERTIES_LENGTH;
-use rmqcore::{FlushMode, MessageDraft, PutResult, Store};
-use rmqproto::rocketmq_v2::{SendMessageRequest, SendMessageResponse, SendResultEntry};
+use rmqcore::topic::validate_topic;
+use rmqcore::Store;
+use rmqproto::rocketmq_v2::{
+    Code, Message, SendMessageRequest, SendMessageResponse, SendResultEntry, Status,
+};
 
-use super::check::{check, Checked};
-use super::status::{ok, status_for};
-use crate::grpc;
-use crate::shard::{Outcome, Shard};
+use super::check::{check, Checked, Refused};
+use super::put::{store, waits_for_flush, Batch, Plan};
+use super::python_text::repr;
+use super::status::refused;
+use crate::grpc::{self, Body};
+use crate::shard::Shard;
 
 /// The SendMessage handler of a shard process.
 pub struct MessageSender {
     shard: Arc<Shard>,
-    /// Round robin over a topic's local queues, shared by every topic (as the Python
-    /// path's `ShardBackend._turn`).
+    /// Round robin over a topic's local queues, shared by every topic.
     turn: AtomicU64,
 }
 
 /// A topic's queues in this process, with their stores (`Shard::local_queues`).
 type LocalQueues = Vec<(i32, Arc<Store>)>;
-
-/// The messages of one request that go to one queue, in request order.
-struct Batch {
-    topic: String,
-    queue_id: i32,
-    store: Arc<Store>,
-    members: Vec<usize>,
-}
 
 impl MessageSender {
     pub fn new(shard: Arc<Shard>) -> Self {
@@ -51,72 +43,97 @@ impl MessageSender {
         }
     }
 
-    pub async fn send(&self, raw: Bytes, peer: SocketAddr) -> Outcome {
-        let Some((checked, batches)) = self.plan(raw) else {
-            return Outcome::Decline;
+    pub async fn send(&self, raw: Bytes, peer: SocketAddr) -> Response<Body> {
+        let request = match SendMessageRequest::decode(raw) {
+            Ok(request) => request,
+            // What a gRPC server answers a request it cannot deserialize.
+            Err(error) => {
+                let text = format!("malformed SendMessageRequest: {error}");
+                return grpc::status(grpc::INTERNAL, &text);
+            }
         };
+        if request.messages.is_empty() {
+            let response = SendMessageResponse {
+                status: Some(refused(Code::BadRequest, "the request has no messages")),
+                entries: Vec::new(),
+            };
+            return grpc::ok_message(&response);
+        }
+        let plan = self.plan(request.messages);
         // Under async flush a put only copies into the mapped log under the write lock
         // (microseconds): done on this worker, it spares the two thread hand-offs (to a
         // blocking thread and back) that cost more than the put itself. A put that waits
         // for its flush goes to a blocking thread, so the workers keep serving.
-        let stored = if batches.iter().all(|b| !waits_for_flush(&b.store)) {
-            Ok(store(checked, batches, peer))
+        let stored = if plan.batches.iter().all(|b| !waits_for_flush(&b.store)) {
+            Ok(store(plan, peer))
         } else {
-            tokio::task::spawn_blocking(move || store(checked, batches, peer)).await
+            tokio::task::spawn_blocking(move || store(plan, peer)).await
         };
         let Ok((response, stored)) = stored else {
-            return Outcome::Answer(grpc::status(grpc::INTERNAL, "a send failed unexpectedly"));
+            return grpc::status(grpc::INTERNAL, "a send failed unexpectedly");
         };
         for (topic, queue_id) in &stored {
             self.shard.signals.notify(topic, *queue_id);
         }
-        Outcome::Answer(grpc::ok_message(&response))
+        grpc::ok_message(&response)
     }
 
-    /// The request's messages checked, and the queue each goes to; `None` declines it.
-    fn plan(&self, raw: Bytes) -> Option<(Vec<Checked>, Vec<Batch>)> {
-        let request = SendMessageRequest::decode(raw).ok()?;
-        if request.messages.is_empty() {
-            return None;
-        }
+    /// Each message checked and, when accepted, given its queue.
+    fn plan(&self, messages: Vec<Message>) -> Plan {
         let max_body_bytes = self.shard.limits().max_body_bytes;
-        let checked = request
-            .messages
-            .into_iter()
-            .map(|message| check(message, max_body_bytes))
-            .collect::<Option<Vec<_>>>()?;
+        let count = messages.len();
+        let mut checked: Vec<Option<Checked>> = Vec::with_capacity(count);
+        let mut entries: Vec<Option<SendResultEntry>> = vec![None; count];
         // The topics of the request with their local queues: almost always one, so a
         // short list searched in place rather than a map built per request.
-        let mut local: Vec<(&str, LocalQueues)> = Vec::with_capacity(1);
-        for message in &checked {
-            let topic = message.topic.as_str();
-            let queues = match local.iter().position(|(known, _)| *known == topic) {
-                Some(position) => &local[position].1,
-                None => {
-                    local.push((topic, self.shard.local_queues(topic)?));
-                    &local[local.len() - 1].1
+        let mut local: Vec<(String, Result<LocalQueues, Status>)> = Vec::with_capacity(1);
+        let mut homes: Vec<usize> = Vec::with_capacity(count);
+        for (index, message) in messages.into_iter().enumerate() {
+            let accepted = check(message, max_body_bytes).and_then(|message| {
+                let position = match local.iter().position(|(known, _)| *known == message.topic) {
+                    Some(position) => position,
+                    None => {
+                        let queues = self.local_queues(&message.topic);
+                        local.push((message.topic.clone(), queues));
+                        local.len() - 1
+                    }
+                };
+                match &local[position].1 {
+                    Ok(_) => Ok((message, position)),
+                    Err(status) => Err(Refused {
+                        message_id: message.message_id,
+                        status: status.clone(),
+                    }),
                 }
-            };
-            let length = properties_length(message)?;
-            // Each distinct store once (a process's queues mostly share one).
-            let fit = queues.iter().enumerate().all(|(position, (_, store))| {
-                queues[..position]
-                    .iter()
-                    .any(|(_, earlier)| Arc::ptr_eq(earlier, store))
-                    || fits(message, length, store)
             });
-            if queues.is_empty() || !fit {
-                return None;
+            match accepted {
+                Ok((message, position)) => {
+                    checked.push(Some(message));
+                    homes.push(position);
+                }
+                Err(refusal) => {
+                    checked.push(None);
+                    homes.push(usize::MAX);
+                    entries[index] = Some(SendResultEntry {
+                        status: Some(refusal.status),
+                        message_id: refusal.message_id,
+                        ..Default::default()
+                    });
+                }
             }
         }
-        // Everything is accepted: only now take turns, so a declined request takes none.
-        let ungrouped = checked.iter().filter(|m| m.group.is_none()).count() as u64;
+        // One turn per accepted message without a group, taken at once for the request.
+        let ungrouped = checked
+            .iter()
+            .flatten()
+            .filter(|m| m.group.is_none())
+            .count() as u64;
         let mut turn = self.turn.fetch_add(ungrouped, Ordering::Relaxed);
         let mut batches: Vec<Batch> = Vec::new();
         for (index, message) in checked.iter().enumerate() {
-            let topic = message.topic.as_str();
-            // Found: every topic of the request was looked up above.
-            let (_, queues) = local.iter().find(|(known, _)| *known == topic)?;
+            let (Some(message), Some((_, Ok(queues)))) = (message, local.get(homes[index])) else {
+                continue;
+            };
             let slot = match &message.group {
                 Some(group) => crc32fast::hash(group.as_bytes()) as u64 % queues.len() as u64,
                 None => {
@@ -138,141 +155,39 @@ impl MessageSender {
                 }),
             }
         }
-        Some((checked, batches))
-    }
-}
-
-/// Whether a put to `store` returns only once its bytes are flushed (sync flush).
-fn waits_for_flush(store: &Store) -> bool {
-    store.options().flush_mode == FlushMode::Sync
-}
-
-/// What `MessageDraft::prepare` refuses whatever the store: the message rules of the
-/// record format (`message_rules`, the engine's one copy). `Some` with the length of the
-/// encoded properties (without the record CRC's placeholder) when they pass. The Python
-/// path gives a refused message its own error; here the whole request is declined so
-/// that it can.
-fn properties_length(message: &Checked) -> Option<usize> {
-    check_message_fields(
-        message.tag.as_deref(),
-        message.keys.iter().map(String::as_str),
-        message
-            .properties
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.as_str())),
-    )
-    .ok()?;
-    let entry = |name: &str, value: &str| name.len() + value.len() + 2;
-    let mut length = message.tag.as_ref().map_or(0, |tag| entry("TAGS", tag));
-    if !message.keys.is_empty() {
-        // The keys joined by spaces, as the engine stores them.
-        let keys: usize = message.keys.iter().map(String::len).sum();
-        length += "KEYS".len() + keys + message.keys.len() - 1 + 2;
-    }
-    length += message
-        .properties
-        .iter()
-        .map(|(name, value)| entry(name, value))
-        .sum::<usize>();
-    Some(length)
-}
-
-/// Whether `store` takes a message whose properties passed `properties_length`: its own
-/// body bound, and the properties with the record CRC's placeholder within the format's.
-fn fits(message: &Checked, properties_length: usize, store: &Store) -> bool {
-    let options = store.options();
-    let crc = if options.append_record_crc {
-        CRC_PROPERTY_LENGTH
-    } else {
-        0
-    };
-    message.body.len() <= options.max_message_size
-        && properties_length + crc <= MAX_PROPERTIES_LENGTH
-}
-
-/// Store each batch with one `put_batch` (on a blocking thread); the response in request
-/// order, and the queues that received messages.
-fn store(
-    mut checked: Vec<Checked>,
-    batches: Vec<Batch>,
-    peer: SocketAddr,
-) -> (SendMessageResponse, Vec<(String, i32)>) {
-    // The ids move into the answer (nothing stores them from here: UNIQ_KEY has its copy).
-    let mut ids: Vec<String> = checked
-        .iter_mut()
-        .map(|m| std::mem::take(&mut m.message_id))
-        .collect();
-    let mut drafts: Vec<Option<MessageDraft<'_>>> = checked
-        .iter_mut()
-        .map(|message| {
-            let tags = message.tag.take();
-            let keys = std::mem::take(&mut message.keys);
-            let properties = std::mem::take(&mut message.properties);
-            let born_timestamp = message.born_timestamp;
-            let message: &Checked = message;
-            Some(MessageDraft {
-                body: &message.body,
-                tags: tags.map(Cow::Owned),
-                keys: keys.into_iter().map(Cow::Owned).collect(),
-                properties,
-                flag: 0,
-                born_timestamp,
-                born_host: Some(peer),
-            })
-        })
-        .collect();
-    let mut entries: Vec<Option<SendResultEntry>> = vec![None; ids.len()];
-    let mut stored = Vec::new();
-    for batch in batches {
-        let batch_drafts: Vec<MessageDraft<'_>> = batch
-            .members
-            .iter()
-            .filter_map(|&index| drafts[index].take())
-            .collect();
-        let results: Result<Vec<PutResult>, _> =
-            batch
-                .store
-                .put_batch(&batch.topic, batch.queue_id, &batch_drafts);
-        if results.is_ok() {
-            stored.push((batch.topic.clone(), batch.queue_id));
-        }
-        for (position, &index) in batch.members.iter().enumerate() {
-            let message_id = std::mem::take(&mut ids[index]);
-            entries[index] = Some(match &results {
-                Ok(results) => SendResultEntry {
-                    status: Some(ok()),
-                    message_id,
-                    offset: results[position].queue_offset,
-                    ..Default::default()
-                },
-                Err(error) => SendResultEntry {
-                    status: Some(status_for(error)),
-                    message_id,
-                    ..Default::default()
-                },
-            });
+        Plan {
+            checked,
+            entries,
+            batches,
         }
     }
-    let entries: Vec<SendResultEntry> = entries.into_iter().flatten().collect();
-    let first_failure = entries
-        .iter()
-        .filter_map(|entry| entry.status.clone())
-        .find(|status| status.code != ok().code);
-    let response = SendMessageResponse {
-        status: Some(first_failure.unwrap_or_else(ok)),
-        entries,
-    };
-    (response, stored)
+
+    /// The topic's queues in this process, or why none takes a message: a malformed
+    /// topic name, an unknown topic, a topic whose queues all live elsewhere.
+    fn local_queues(&self, topic: &str) -> Result<LocalQueues, Status> {
+        validate_topic(topic).map_err(|error| refused(Code::IllegalTopic, error.to_string()))?;
+        let Some(queues) = self.shard.local_queues(topic) else {
+            let text = format!("topic {} does not exist", repr(topic));
+            return Err(refused(Code::TopicNotFound, text));
+        };
+        if queues.is_empty() {
+            let text = format!(
+                "no queue of topic {} lives in this shard process; refresh the route",
+                repr(topic)
+            );
+            return Err(refused(Code::BadRequest, text));
+        }
+        Ok(queues)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rocketmq::status::ok;
     use crate::shard::Limits;
     use http_body_util::BodyExt;
-    use rmqproto::rocketmq_v2::{
-        Code, Encoding, Message, MessageType, Resource, Status, SystemProperties,
-    };
+    use rmqproto::rocketmq_v2::{Encoding, MessageType, Resource, SystemProperties};
 
     fn sender(dir: &std::path::Path) -> (MessageSender, Arc<Store>) {
         let store = Arc::new(Store::open(dir, Default::default()).unwrap());
@@ -316,42 +231,37 @@ mod tests {
         }
     }
 
-    async fn send(sender: &MessageSender, messages: Vec<Message>) -> Option<SendMessageResponse> {
+    async fn send(sender: &MessageSender, messages: Vec<Message>) -> SendMessageResponse {
         let raw = SendMessageRequest { messages }.encode_to_vec();
         let peer = "127.0.0.1:4321".parse().unwrap();
-        match sender.send(Bytes::from(raw), peer).await {
-            Outcome::Decline => None,
-            Outcome::Answer(response) => {
-                let body = response.into_body().collect().await.unwrap().to_bytes();
-                let message = grpc::unframe(&body).expect("one message");
-                Some(SendMessageResponse::decode(message).unwrap())
-            }
-        }
+        let response = sender.send(Bytes::from(raw), peer).await;
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let message = grpc::unframe(&body).expect("one message");
+        SendMessageResponse::decode(message).unwrap()
     }
 
     #[tokio::test]
     async fn a_request_is_stored_per_queue_and_answered_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let (sender, store) = sender(dir.path());
-        let mut gzip = message("declined", None);
-        gzip.system_properties.as_mut().unwrap().body_encoding = Encoding::Gzip as i32;
-        assert!(send(&sender, vec![message("m0", None), gzip])
-            .await
-            .is_none());
+        let mut refused = message("refused", None);
+        refused.body = Bytes::new();
+        let answer = send(&sender, vec![refused]).await;
+        assert_eq!(answer.status.unwrap().code, Code::MessageBodyEmpty as i32);
         let group_queue = [0, 2][crc32fast::hash(b"g") as usize % 2];
         let ids = ["m1", "m2", "g1", "m3", "g2"];
         let messages = ids
             .iter()
             .map(|id| message(id, id.strip_prefix('g').map(|_| "g")))
             .collect();
-        let response = send(&sender, messages).await.unwrap();
+        let response = send(&sender, messages).await;
         assert_eq!(response.status, Some(ok()));
         let answered: Vec<_> = response
             .entries
             .iter()
             .map(|e| (e.message_id.as_str(), e.offset))
             .collect();
-        // Turns start at 1, as the Python path's (the declined request took none):
+        // Turns start at 1 (the refused message took none):
         // m1 -> queue 2, m2 -> queue 0, m3 -> queue 2; the group's two stay together.
         let group_offsets = if group_queue == 0 { [1, 2] } else { [2, 3] };
         let expected = [
@@ -379,9 +289,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (sender, store) = sender(dir.path());
         store.close().unwrap();
-        let response = send(&sender, vec![message("m1", None), message("m2", None)])
-            .await
-            .unwrap();
+        let response = send(&sender, vec![message("m1", None), message("m2", None)]).await;
         let failed = Status {
             code: Code::InternalServerError as i32,
             message: "the store is closed".into(),
@@ -393,5 +301,51 @@ mod tests {
                 (id, Some(&failed))
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_message_the_engine_refuses_is_answered_alone_and_the_others_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sender, store) = sender(dir.path());
+        let mut crc = message("crc", Some("g"));
+        crc.user_properties.insert("__CRC32#".into(), "1".into());
+        let messages = vec![message("g1", Some("g")), crc, message("g2", Some("g"))];
+        let response = send(&sender, messages).await;
+        let answered: Vec<_> = response
+            .entries
+            .iter()
+            .map(|e| {
+                (
+                    e.message_id.as_str(),
+                    e.status.as_ref().unwrap().code,
+                    e.offset,
+                )
+            })
+            .collect();
+        let (good, bad) = (Code::Ok as i32, Code::BadRequest as i32);
+        assert_eq!(
+            answered,
+            [("g1", good, 0), ("crc", bad, 0), ("g2", good, 1)]
+        );
+        assert_eq!(response.status.unwrap().code, bad);
+        let group_queue = [0, 2][crc32fast::hash(b"g") as usize % 2];
+        assert_eq!(store.max_offset("t", group_queue).unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn an_empty_request_and_an_unknown_topic_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sender, _store) = sender(dir.path());
+        let empty = send(&sender, Vec::new()).await;
+        assert_eq!(empty.status.unwrap().code, Code::BadRequest as i32);
+        assert!(empty.entries.is_empty());
+        let mut elsewhere = message("m", None);
+        elsewhere.topic.as_mut().unwrap().name = "nowhere".into();
+        let response = send(&sender, vec![elsewhere]).await;
+        let status = response.entries[0].status.clone().unwrap();
+        assert_eq!(
+            status,
+            refused(Code::TopicNotFound, "topic 'nowhere' does not exist")
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! The engine's errors as `apache.rocketmq.v2` codes, for the sends the data plane stores
-//! itself. It is the Python table (`python/rmq/rocketmq/status.py`, where the most specific
+//! The engine's errors as `apache.rocketmq.v2` codes, for the sends the data plane stores,
+//! and the statuses of the protocol's own refusals. It is the Python table (`python/rmq/rocketmq/status.py`, where the most specific
 //! class in the exception's MRO wins); a test in tests/test_rocketmq_native_send.py
 //! compares the two, so they cannot drift.
 
@@ -30,6 +30,14 @@ pub fn status_for(error: &Error) -> Status {
     Status {
         code: code_for(error) as i32,
         message: error.to_string(),
+    }
+}
+
+/// A refusal the protocol words itself (a message's own fields, not an engine error).
+pub fn refused(code: Code, message: impl Into<String>) -> Status {
+    Status {
+        code: code as i32,
+        message: message.into(),
     }
 }
 
