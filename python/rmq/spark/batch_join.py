@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 
 __all__ = ["join_batches"]
 
