@@ -109,3 +109,44 @@ def test_a_stream_over_store_files_follows_them_and_reports_data_loss(
         bodies = [bytes(row.body) for row in spark.read.parquet(str(out)).collect()]
         before = {f"{p}{i}".encode() * 20 for p, n in (("a", 1000), ("b", 500)) for i in range(n)}
         assert len(bodies) == len(set(bodies)) and set(bodies) == before | survivors
+
+
+def test_a_partition_joins_its_pulls_into_batches_of_batch_rows(
+    broker: LocalBroker, client: Client
+) -> None:
+    """The broker answers a pull with at most 1,024 messages (its ``max_pull_messages``);
+    the reader joins consecutive pulls, and ranges of several queues, into batches of
+    ``batch_rows`` rows before Spark gets them, rows in queue order."""
+    from rmq.spark.arrow import ARROW_SCHEMA
+    from rmq.spark.stream import RmqStreamReader
+    from rmq.spark.stream_options import parse_stream_options
+
+    topic = "joined"
+    client.create_topic(topic, queues=2)
+    with client.producer() as producer:
+        for i in range(3000):
+            producer.send(topic, f"m{i}".encode(), queue_id=i % 2)
+        assert producer.flush(60)
+    options = {"endpoint": broker.endpoint, "topic": topic, "minRowsPerPartition": "100000"}
+
+    def batches(extra: dict[str, str]) -> list[Any]:
+        reader = RmqStreamReader(parse_stream_options({**options, **extra}), ARROW_SCHEMA)
+        try:
+            start, end = reader.initialOffset(), reader.latestOffset()
+            (partition,) = reader.partitions(start, end)  # both queues in one partition
+            return list(reader.read(partition))
+        finally:
+            reader.stop()
+
+    joined = batches({"batch_rows": "2000"})
+    # Pulls of 1024, 476 (queue 0), 1024, 476 (queue 1): joined until 2000 is reached.
+    assert [b.num_rows for b in joined] == [2524, 476]
+    rows = [
+        (q, o)
+        for b in joined
+        for q, o in zip(b["queue_id"].to_pylist(), b["queue_offset"].to_pylist(), strict=True)
+    ]
+    assert rows == [(q, o) for q in (0, 1) for o in range(1500)]
+    # A pull of batch_rows passes as it is; the short one ending queue 0 joins the next.
+    assert [b.num_rows for b in batches({"batch_rows": "1024"})] == [1024, 1500, 476]
+    assert [b.num_rows for b in batches({})] == [3000]  # default 8192: the partition in one

@@ -3,7 +3,8 @@
 ``register(spark)`` makes ``spark.read.format("rmq").load(path)`` available: the commit-log
 segments under ``path`` are decoded by the native engine into Arrow record batches, one
 partition per segment. Schema, options, filter pushdown and error behaviour are described
-in ``docs/spark.md``.
+in ``docs/spark.md``; streaming reads in ``docs/spark-streaming.md``, writes in
+``docs/spark-writing.md``.
 """
 
 from __future__ import annotations

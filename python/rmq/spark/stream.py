@@ -28,6 +28,7 @@ from pyspark.sql.streaming.datasource import (
 
 from rmq.errors import InvalidArgumentError
 from rmq.spark.arrow import to_record_batch
+from rmq.spark.batch_join import join_batches
 from rmq.spark.broker_queues import BrokerQueues, read_broker_range
 from rmq.spark.offsets import (
     Offsets,
@@ -235,7 +236,8 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         part = partition.value
         if not isinstance(part, StreamPart):
             return iter(())
-        return read_ahead(self._batches(part), self.options.prefetch_batches)
+        joined = join_batches(self._batches(part), self.options.batch_rows)
+        return read_ahead(joined, self.options.prefetch_batches)
 
     def _batches(self, part: StreamPart) -> Iterator[Any]:
         tags = self.options.tags

@@ -45,6 +45,8 @@ class StreamOptions:
     #: Keep only messages with one of these keys.
     keys: tuple[str, ...]
     token: str | None
+    #: Rows per Arrow batch handed to Spark, and the most a pull asks for (a broker gives
+    #: at most its ``max_pull_messages``; consecutive pulls are joined up to this).
     batch_rows: int
     #: Small queue ranges share a partition until it holds about this many messages.
     min_rows_per_partition: int = 10_000
@@ -139,7 +141,7 @@ def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
         tags=_words(lowered.get("tags", "")),
         keys=_words(lowered.get("keys", "")),
         token=lowered.get("token") or None,
-        batch_rows=_int("batch_rows", lowered.get("batch_rows", "1024"), 1),
+        batch_rows=_int("batch_rows", lowered.get("batch_rows", "8192"), 1),
         min_rows_per_partition=_int(
             "minRowsPerPartition", lowered.get("minrowsperpartition", "10000"), 1
         ),
