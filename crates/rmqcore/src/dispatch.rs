@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::files::page_warmer::PageWarmer;
 use crate::index::{IndexBatch, IndexService};
 use crate::java_hash::java_string_hash;
-use crate::record::RecordView;
+use crate::record::{stored_text, RecordView};
 
 /// What dispatching one record did to its consume queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,9 +161,7 @@ impl<'a> Dispatcher<'a> {
 
 pub fn tags_code_of(view: &RecordView<'_>) -> i64 {
     match view.tags() {
-        Some(tags) if !tags.is_empty() => {
-            i64::from(java_string_hash(&String::from_utf8_lossy(tags)))
-        }
+        Some(tags) if !tags.is_empty() => i64::from(java_string_hash(&stored_text(tags))),
         _ => 0,
     }
 }

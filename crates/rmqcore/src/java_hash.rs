@@ -12,9 +12,24 @@ pub fn java_string_hash(text: &str) -> i32 {
 pub fn java_hash_continue(hash: i32, text: &str) -> i32 {
     let step = |hash: i32, unit: i32| hash.wrapping_mul(31).wrapping_add(unit);
     if text.is_ascii() {
-        return text
-            .bytes()
-            .fold(hash, |hash, byte| step(hash, i32::from(byte)));
+        // Four bytes a step (h·31⁴ + b0·31³ + b1·31² + b2·31 + b3, all wrapping, which is
+        // the same sum): a quarter of the dependent multiply-adds of one byte a step.
+        const P2: i32 = 31 * 31;
+        const P3: i32 = P2 * 31;
+        const P4: i32 = P3 * 31;
+        let chunks = text.as_bytes().chunks_exact(4);
+        let tail = chunks.remainder();
+        let hash = chunks.fold(hash, |hash, quad| {
+            let unit = |i: usize| i32::from(quad[i]);
+            hash.wrapping_mul(P4)
+                .wrapping_add(unit(0).wrapping_mul(P3))
+                .wrapping_add(unit(1).wrapping_mul(P2))
+                .wrapping_add(unit(2).wrapping_mul(31))
+                .wrapping_add(unit(3))
+        });
+        return tail
+            .iter()
+            .fold(hash, |hash, byte| step(hash, i32::from(*byte)));
     }
     text.encode_utf16()
         .fold(hash, |hash, unit| step(hash, i32::from(unit)))
@@ -54,6 +69,20 @@ mod tests {
         // 'é' is one UTF-16 unit (0xE9); an astral char is a surrogate pair.
         assert_eq!(java_string_hash("é"), 0xE9);
         assert_eq!(java_string_hash("😀"), 0xD83D * 31 + 0xDE00);
+    }
+
+    #[test]
+    fn four_bytes_a_step_equals_one_byte_a_step() {
+        let one_at_a_time = |hash: i32, text: &str| {
+            text.bytes()
+                .fold(hash, |h, b| h.wrapping_mul(31).wrapping_add(i32::from(b)))
+        };
+        let long = "BenchTopic#order-000000001 ~\x7f".repeat(9);
+        for end in 0..long.len() {
+            let text = &long[..end];
+            assert_eq!(java_string_hash(text), one_at_a_time(0, text), "{text:?}");
+            assert_eq!(java_hash_continue(-7, text), one_at_a_time(-7, text));
+        }
     }
 
     #[test]

@@ -231,6 +231,37 @@ impl ConsumeQueue for FileConsumeQueue {
         self.entry_unchecked(queue_offset)
     }
 
+    /// Up to `max` entries from `from` on: each file is looked up once and its entries
+    /// decoded in one pass over its mapping (a sequential reader's path; one lookup per
+    /// entry cost a scan about a tenth of its instructions). Entries kept in the tier
+    /// (no local file) go through `entry`, one at a time, as before.
+    fn entries(&self, from: i64, max: usize) -> Result<Vec<CqEntry>> {
+        let end = self.max_offset().min(from.saturating_add(max as i64));
+        let mut entries = Vec::with_capacity((end - from).clamp(0, max as i64) as usize);
+        let mut queue_offset = from;
+        while queue_offset < end {
+            if !self.bounds.contains(queue_offset) {
+                break;
+            }
+            let logical = queue_offset as u64 * ENTRY_SIZE as u64;
+            let Some(segment) = self.segments.find(logical) else {
+                match self.entry(queue_offset)? {
+                    Some(entry) => entries.push(entry),
+                    None => break,
+                }
+                queue_offset += 1;
+                continue;
+            };
+            let position = (logical - segment.start_offset()) as usize;
+            let in_file = ((segment.size() - position) / ENTRY_SIZE) as i64;
+            let run = in_file.min(end - queue_offset) as usize;
+            let bytes = segment.bytes(position, run * ENTRY_SIZE);
+            entries.extend(bytes.chunks_exact(ENTRY_SIZE).map(CqEntry::decode));
+            queue_offset += run as i64;
+        }
+        Ok(entries)
+    }
+
     /// Append `entries` for the queue offsets from `first_offset` on; the first must be
     /// the next one. Each file is looked up and reserved once per call, not per entry;
     /// with a `warmer`, the pages ahead are faulted in on its thread.

@@ -1,11 +1,9 @@
 //! The keys a record is indexed under (format §3.4) and the exact match that filters
 //! hash collisions out of query results.
 
-use std::borrow::Cow;
-
 use crate::error::Result;
 use crate::record::properties::KEY_SEPARATOR;
-use crate::record::{sys_flag, RecordView};
+use crate::record::{stored_text, sys_flag, RecordView};
 
 /// Visit the keys a record is indexed under, in RocketMQ's order: `UNIQ_KEY`, then each
 /// non-empty `KEYS` token. None for ROLLBACK records, which are never indexed.
@@ -18,26 +16,16 @@ pub(super) fn visit_index_keys(
     }
     let properties = view.dispatch_properties();
     if let Some(uniq) = properties.uniq_key.filter(|uniq| !uniq.is_empty()) {
-        visit(&text(uniq))?;
+        visit(&stored_text(uniq))?;
     }
     if let Some(raw) = properties.keys {
-        for key in text(raw).split(KEY_SEPARATOR) {
+        for key in stored_text(raw).split(KEY_SEPARATOR) {
             if !key.is_empty() {
                 visit(key)?;
             }
         }
     }
     Ok(())
-}
-
-/// `raw` as text, invalid UTF-8 replaced as Java's decoder replaces it. Valid text (all a
-/// writer of rmq can store) is checked by `from_utf8`, whose ASCII path is several times
-/// cheaper than the lossy decoder's.
-fn text(raw: &[u8]) -> Cow<'_, str> {
-    match std::str::from_utf8(raw) {
-        Ok(text) => Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(raw),
-    }
 }
 
 /// The keys a record is indexed under (see `visit_index_keys`).

@@ -13,7 +13,7 @@ pub mod msg_id;
 pub mod properties;
 mod view;
 
-pub use view::{decode_record, DecodeError, Decoded, RecordView};
+pub use view::{decode_record, stored_text, DecodeError, Decoded, RecordView};
 
 use std::net::SocketAddr;
 

@@ -41,9 +41,26 @@ pub struct RecordView<'a> {
     dispatch_properties: OnceCell<DispatchProperties<'a>>,
 }
 
+/// Stored text (a topic, tags, keys), invalid UTF-8 replaced as Java's decoder replaces
+/// it. Valid text (all a writer of rmq can store) is checked by `from_utf8`, whose ASCII
+/// path is several times cheaper than the lossy decoder's; dispatch runs this for every
+/// record it indexes.
+pub fn stored_text(raw: &[u8]) -> std::borrow::Cow<'_, str> {
+    // ASCII (topics, tags and keys nearly always) is checked eight bytes a step; a short
+    // string through `from_utf8` cost about as much as the lossy decoder.
+    if raw.is_ascii() {
+        // SAFETY: ASCII bytes are valid UTF-8.
+        return std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(raw) });
+    }
+    match std::str::from_utf8(raw) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(raw),
+    }
+}
+
 impl<'a> RecordView<'a> {
     pub fn topic_str(&self) -> std::borrow::Cow<'a, str> {
-        String::from_utf8_lossy(self.topic)
+        stored_text(self.topic)
     }
 
     pub fn property(&self, name: &str) -> Option<&'a [u8]> {
@@ -63,7 +80,7 @@ impl<'a> RecordView<'a> {
     /// The `KEYS` tokens (split on a single space, empty tokens dropped).
     pub fn keys(&self) -> Vec<String> {
         match self.dispatch_properties().keys {
-            Some(raw) => String::from_utf8_lossy(raw)
+            Some(raw) => stored_text(raw)
                 .split(KEY_SEPARATOR)
                 .filter(|key| !key.is_empty())
                 .map(str::to_owned)
@@ -283,5 +300,30 @@ fn check_crcs(
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod stored_text_tests {
+    use super::stored_text;
+
+    #[test]
+    fn stored_text_equals_the_lossy_decoder_on_valid_and_broken_text() {
+        let samples: [&[u8]; 6] = [
+            b"",
+            b"TagA",
+            "caf\u{e9} \u{1F600}".as_bytes(),
+            b"bad \xff byte",
+            b"cut \xe2\x82",
+            b"\xc0\x80 overlong",
+        ];
+        for raw in samples {
+            assert_eq!(stored_text(raw), String::from_utf8_lossy(raw), "{raw:?}");
+        }
+        assert!(matches!(
+            stored_text(b"TagA"),
+            std::borrow::Cow::Borrowed("TagA")
+        ));
+        assert_eq!(stored_text(b"bad \xff byte"), "bad \u{FFFD} byte");
     }
 }
