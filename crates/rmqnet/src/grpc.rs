@@ -1,12 +1,15 @@
 //! gRPC over HTTP/2 at the level the data plane needs it: one length-prefixed message per
 //! unary request and response (several for a server-streaming answer, sent at once), the
 //! status in trailers, `grpc-timeout` read as a deadline.
-//! (Protocol: the gRPC HTTP/2 specification's framing; compressed messages are left to
-//! the Python server, which the data plane forwards them to.)
+//! A request message a client compressed (`grpc-encoding: gzip` or `deflate`, as grpcio
+//! and the official clients may send) is inflated within the request limit.
+//! (Protocol: the gRPC HTTP/2 specification's framing and its compression section.)
 
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
+
+use crate::inflate::{gunzip, unzlib, Inflate};
 use http::{HeaderMap, HeaderValue, Response};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
@@ -15,12 +18,88 @@ use http_body_util::{BodyExt, Full};
 pub type Body = UnsyncBoxBody<Bytes, hyper::Error>;
 
 pub const OK: i32 = 0;
+pub const INVALID_ARGUMENT: i32 = 3;
 pub const RESOURCE_EXHAUSTED: i32 = 8;
 pub const INTERNAL: i32 = 13;
 pub const UNAVAILABLE: i32 = 14;
 
-/// The one message of a unary request body; None when it is compressed, cut short, or
-/// followed by more.
+pub const UNIMPLEMENTED: i32 = 12;
+
+/// Why a unary request body is not one message the data plane can read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FrameProblem {
+    /// Not exactly one length-prefixed message: cut short, followed by more, or a
+    /// compressed flag without a `grpc-encoding`.
+    NotOneMessage,
+    /// Compressed with an encoding the data plane does not read (UNIMPLEMENTED, as the
+    /// gRPC specification asks).
+    Unsupported(String),
+    /// A compressed message that does not inflate (INTERNAL, as the specification asks).
+    Corrupt(String),
+    /// A compressed message that inflates past the request limit (RESOURCE_EXHAUSTED, as
+    /// an uncompressed one that large is).
+    TooLarge(usize),
+}
+
+impl FrameProblem {
+    /// The answer to a request whose body has this problem (`NotOneMessage` aside, which
+    /// each path words itself).
+    pub fn status(&self) -> Response<Body> {
+        match self {
+            FrameProblem::NotOneMessage => status(INVALID_ARGUMENT, "the request is not one gRPC message"),
+            FrameProblem::Unsupported(encoding) => status(
+                UNIMPLEMENTED,
+                &format!("grpc-encoding {encoding:?} is not supported; this server reads gzip and deflate"),
+            ),
+            FrameProblem::Corrupt(why) => status(INTERNAL, &format!("the compressed message does not inflate: {why}")),
+            FrameProblem::TooLarge(limit) => status(
+                RESOURCE_EXHAUSTED,
+                &format!("received message larger than max (more than {limit} bytes once inflated)"),
+            ),
+        }
+    }
+}
+
+/// The one message of a unary request body (`raw`, framed), inflated when its frame is
+/// compressed with the encoding `headers` name; at most `limit` bytes once inflated.
+pub fn request_message(
+    raw: &Bytes,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<Bytes, FrameProblem> {
+    if raw.len() < 5 {
+        return Err(FrameProblem::NotOneMessage);
+    }
+    let length = (&raw[1..5]).get_u32() as usize;
+    if raw.len() != 5 + length {
+        return Err(FrameProblem::NotOneMessage);
+    }
+    let message = &raw[5..];
+    match raw[0] {
+        0 => Ok(raw.slice(5..)),
+        1 => {
+            let encoding = headers
+                .get("grpc-encoding")
+                .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+            let inflated = match encoding.as_deref() {
+                None | Some("identity") => return Err(FrameProblem::NotOneMessage),
+                Some("gzip") => gunzip(message, limit),
+                Some("deflate") => unzlib(message, limit),
+                Some(other) => return Err(FrameProblem::Unsupported(other.to_owned())),
+            };
+            match inflated {
+                Ok(bytes) => Ok(Bytes::from(bytes)),
+                Err(Inflate::TooLarge) => Err(FrameProblem::TooLarge(limit)),
+                Err(Inflate::Corrupt(error)) => Err(FrameProblem::Corrupt(error.to_string())),
+            }
+        }
+        _ => Err(FrameProblem::NotOneMessage),
+    }
+}
+
+/// The one message of an uncompressed body (tests read answers with it); None when it is
+/// compressed, cut short, or followed by more.
+#[cfg(test)]
 pub fn unframe(body: &[u8]) -> Option<&[u8]> {
     if body.len() < 5 || body[0] != 0 {
         return None;
@@ -149,6 +228,67 @@ mod tests {
         let mut compressed = framed.to_vec();
         compressed[0] = 1;
         assert_eq!(unframe(&compressed), None);
+    }
+
+    fn compressed_frame(compressed: &[u8]) -> Bytes {
+        let mut out = vec![1];
+        out.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
+        out.extend_from_slice(compressed);
+        Bytes::from(out)
+    }
+
+    fn encoding(name: &'static str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("grpc-encoding", HeaderValue::from_static(name));
+        headers
+    }
+
+    #[test]
+    fn compressed_messages_are_inflated_within_the_limit() {
+        use flate2::write::{GzEncoder, ZlibEncoder};
+        use flate2::Compression;
+        use std::io::Write;
+
+        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+        gz.write_all(&[7; 100]).unwrap();
+        let gz = compressed_frame(&gz.finish().unwrap());
+        let mut zlib = ZlibEncoder::new(Vec::new(), Compression::default());
+        zlib.write_all(&[7; 100]).unwrap();
+        let zlib = compressed_frame(&zlib.finish().unwrap());
+
+        let plain = framed(&[7; 100]);
+        assert_eq!(
+            request_message(&plain, &HeaderMap::new(), 10).unwrap(),
+            plain.slice(5..)
+        );
+        assert_eq!(
+            request_message(&gz, &encoding("gzip"), 100).unwrap(),
+            &[7; 100][..]
+        );
+        assert_eq!(
+            request_message(&zlib, &encoding("deflate"), 100).unwrap(),
+            &[7; 100][..]
+        );
+        assert_eq!(
+            request_message(&gz, &encoding("gzip"), 99),
+            Err(FrameProblem::TooLarge(99))
+        );
+        assert_eq!(
+            request_message(&gz, &HeaderMap::new(), 100),
+            Err(FrameProblem::NotOneMessage)
+        );
+        assert_eq!(
+            request_message(&gz, &encoding("snappy"), 100),
+            Err(FrameProblem::Unsupported("snappy".to_owned()))
+        );
+        assert!(matches!(
+            request_message(&zlib, &encoding("gzip"), 100),
+            Err(FrameProblem::Corrupt(_))
+        ));
+        assert_eq!(
+            request_message(&gz.slice(..9), &encoding("gzip"), 100),
+            Err(FrameProblem::NotOneMessage)
+        );
     }
 
     #[tokio::test]

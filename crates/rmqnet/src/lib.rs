@@ -7,6 +7,7 @@ pub mod client;
 pub mod codec;
 pub mod counts;
 pub mod grpc;
+pub mod inflate;
 pub mod proxy;
 pub mod rocketmq;
 pub mod send_check;

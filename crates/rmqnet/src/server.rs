@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use crate::counts::RequestCounts;
-use crate::grpc::{self, Body};
+use crate::grpc::{self, Body, FrameProblem};
 use crate::proxy::Forward;
 use crate::rocketmq::ack::Acker;
 use crate::rocketmq::receive::{Consumption, Receiver};
@@ -225,27 +225,24 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
     };
     let raw = collected.to_bytes();
     let path = parts.uri.path();
-    let outcome = match grpc::unframe(&raw) {
-        None if always => Outcome::Answer(refused(&Refusal::Malformed(
-            "the request is not one uncompressed gRPC message".to_owned(),
-        ))),
-        None => Outcome::Decline,
-        Some(message) => {
-            let start = message.as_ptr() as usize - raw.as_ptr() as usize;
-            let message = raw.slice(start..);
-            match path {
-                SEND => Outcome::Answer(context.shard.send(message, peer).await),
-                SEND_BATCHES => Outcome::Answer(context.shard.send_batches(message, peer).await),
-                PULL => Outcome::Answer(
-                    context
-                        .shard
-                        .pull(&message, grpc::timeout(&parts.headers))
-                        .await,
-                ),
-                ROCKETMQ_SEND => Outcome::Answer(context.rocketmq.send(message, peer).await),
-                _ => consume(context, path, &message, &parts.headers).await,
-            }
-        }
+    let outcome = match grpc::request_message(&raw, &parts.headers, context.max_request_bytes) {
+        Err(FrameProblem::NotOneMessage) if always => Outcome::Answer(refused(
+            &Refusal::Malformed("the request is not one gRPC message".to_owned()),
+        )),
+        Err(FrameProblem::NotOneMessage) => Outcome::Decline,
+        Err(problem) => Outcome::Answer(problem.status()),
+        Ok(message) => match path {
+            SEND => Outcome::Answer(context.shard.send(message, peer).await),
+            SEND_BATCHES => Outcome::Answer(context.shard.send_batches(message, peer).await),
+            PULL => Outcome::Answer(
+                context
+                    .shard
+                    .pull(&message, grpc::timeout(&parts.headers))
+                    .await,
+            ),
+            ROCKETMQ_SEND => Outcome::Answer(context.rocketmq.send(message, peer).await),
+            _ => consume(context, path, &message, &parts.headers).await,
+        },
     };
     let answered = matches!(outcome, Outcome::Answer(_));
     context.counts.count(path, answered);

@@ -87,15 +87,14 @@ class MessagingServicer(service.MessagingServiceServicer):  # type: ignore[misc]
     # ---- messages ----
 
     def SendMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
-        """A shard process's native data plane answers every SendMessage it can read
-        (``rmqnet::rocketmq::send``); what reaches here is a send to the access point, or
-        one in a gRPC-compressed frame, which the data plane does not read."""
+        """A shard process's native data plane answers every SendMessage that is one gRPC
+        message, compressed frames included (``rmqnet::rocketmq::send``); what reaches here
+        is a send to the access point, or a body the data plane could not read as one
+        message."""
 
         def call() -> Any:
             self._data_plane()
-            raise ProtocolError(
-                "BAD_REQUEST", "send without gRPC message compression (gzip the body instead)"
-            )
+            raise ProtocolError("BAD_REQUEST", "the request is not one gRPC message")
 
         return _answer(call, rpc.SendMessageResponse)
 

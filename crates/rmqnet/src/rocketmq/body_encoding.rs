@@ -1,14 +1,11 @@
-//! A sent message's body as it is stored: a gzip body (`Encoding::GZIP`) inflated, up to
-//! one byte past the broker's body limit, so a small body that inflates without end (a
-//! zip bomb) costs no more than the limit before it is refused.
-
-use std::io::Read;
+//! A sent message's body as it is stored: a gzip body (`Encoding::GZIP`) inflated within
+//! the broker's body limit (`inflate.rs`).
 
 use bytes::Bytes;
-use flate2::read::MultiGzDecoder;
 use rmqproto::rocketmq_v2::{Code, Encoding, Status};
 
 use super::status::refused;
+use crate::inflate::{gunzip, Inflate};
 
 /// The body to store, or the refusal: a gzip body that does not inflate
 /// (`MESSAGE_CORRUPTED`), or one that inflates past `max_body_bytes`
@@ -17,30 +14,20 @@ pub fn decoded_body(body: Bytes, encoding: i32, max_body_bytes: usize) -> Result
     if encoding != Encoding::Gzip as i32 || body.is_empty() {
         return Ok(body);
     }
-    let bound = u64::try_from(max_body_bytes)
-        .unwrap_or(u64::MAX)
-        .saturating_add(1);
-    let mut inflated = Vec::new();
-    // Every member of the stream, as gzip tools (and Python's gzip module) read them.
-    MultiGzDecoder::new(&body[..])
-        .take(bound)
-        .read_to_end(&mut inflated)
-        .map_err(|error| {
-            refused(
-                Code::MessageCorrupted,
-                format!("the gzip body does not decode: {error}"),
-            )
-        })?;
-    if inflated.len() > max_body_bytes {
-        return Err(refused(
+    match gunzip(&body, max_body_bytes) {
+        Ok(inflated) => Ok(Bytes::from(inflated)),
+        Err(Inflate::Corrupt(error)) => Err(refused(
+            Code::MessageCorrupted,
+            format!("the gzip body does not decode: {error}"),
+        )),
+        Err(Inflate::TooLarge) => Err(refused(
             Code::MessageBodyTooLarge,
             format!(
                 "the body inflates to more than {max_body_bytes} bytes; this broker takes at \
                  most {max_body_bytes}"
             ),
-        ));
+        )),
     }
-    Ok(Bytes::from(inflated))
 }
 
 #[cfg(test)]
