@@ -15,6 +15,7 @@ import grpc
 import rmq
 from rmq.cluster.local import LocalBroker
 from rmq.proto.v1 import broker_pb2 as pb
+from rmq.rocketmq import message_codec
 from rmq.rocketmq.wire import rpc, service, v2
 
 from tests.support.native_requests import native_requests
@@ -23,17 +24,17 @@ IN_FLIGHT = 400
 SEND_MESSAGE = "/apache.rocketmq.v2.MessagingService/SendMessage"
 
 
-def stored_bodies(channel: grpc.Channel, topic: str, queue_id: int) -> dict[int, bytes]:
-    """Every message of a queue, by offset, pulled from the shard."""
+def stored_messages(channel: grpc.Channel, topic: str, queue_id: int) -> list[pb.StoredMessage]:
+    """Every message of a queue, pulled from the shard."""
     pull = channel.unary_unary("/rmq.v1.Shard/Pull")
-    bodies: dict[int, bytes] = {}
+    messages: list[pb.StoredMessage] = []
     offset = 0
     while True:
         request = pb.PullRequest(topic=topic, queue_id=queue_id, offset=offset)
         pulled = pb.PullResponse.FromString(pull(request.SerializeToString(), timeout=10))
-        bodies.update((m.queue_offset, m.body) for m in pulled.messages)
+        messages.extend(pulled.messages)
         if pulled.next_offset >= pulled.max_offset:
-            return bodies
+            return messages
         offset = pulled.next_offset
 
 
@@ -57,7 +58,7 @@ def test_pipelined_v1_sends_each_get_their_own_answer(
             for i in range(IN_FLIGHT)
         ]
         answers = [pb.SendResponse.FromString(call.result()) for call in calls]
-        stored = stored_bodies(channel, topic, 0)
+        stored = {m.queue_offset: m.body for m in stored_messages(channel, topic, 0)}
     assert [a.sequence for a in answers] == list(range(IN_FLIGHT))
     offsets = [a.queue_offsets[0] for a in answers]
     assert sorted(offsets) == list(range(IN_FLIGHT))
@@ -69,7 +70,9 @@ def test_pipelined_rocketmq_sends_each_get_their_own_answer(
     broker: LocalBroker, client: rmq.Client
 ) -> None:
     topic = f"coalesce-v2-{uuid.uuid4().hex[:8]}"
-    endpoint = client.create_topic(topic, 2).queues[0].endpoint
+    route = client.create_topic(topic, 2)
+    endpoint = route.queues[0].endpoint
+    local = [q.queue_id for q in route.queues if q.endpoint == endpoint]
     before = native_requests(broker).get((SEND_MESSAGE, "answered"), 0.0)
     ids = [f"01{uuid.uuid4().hex.upper()}"[:32] for _ in range(IN_FLIGHT)]
     with grpc.insecure_channel(endpoint) as channel:
@@ -83,15 +86,15 @@ def test_pipelined_rocketmq_sends_each_get_their_own_answer(
             request = rpc.SendMessageRequest(messages=[message])
             calls.append(stub.SendMessage.future(request, timeout=30))
         answers = [call.result() for call in calls]
-        queues = {a.entries[0].queue_id for a in answers}
-        stored = {q: stored_bodies(channel, topic, q) for q in queues}
+        stored = {
+            m.properties[message_codec.UNIQ_KEY]: (m.queue_offset, m.body)
+            for queue_id in local
+            for m in stored_messages(channel, topic, queue_id)
+        }
     assert all(a.status.code == v2.OK for a in answers)
     assert [a.entries[0].message_id for a in answers] == ids
-    placed = {(a.entries[0].queue_id, a.entries[0].offset): i for i, a in enumerate(answers)}
-    assert len(placed) == IN_FLIGHT
-    assert sum(len(bodies) for bodies in stored.values()) == IN_FLIGHT
-    for queue_id, bodies in stored.items():
-        for offset, body in bodies.items():
-            assert body == f"v2-{placed[(queue_id, offset)]}".encode()
+    assert len(stored) == IN_FLIGHT
+    for i, answer in enumerate(answers):
+        assert stored[ids[i]] == (answer.entries[0].offset, f"v2-{i}".encode())
     answered = native_requests(broker).get((SEND_MESSAGE, "answered"), 0.0) - before
     assert answered == IN_FLIGHT  # the data plane answered them all, not the Python path
