@@ -4,6 +4,7 @@
 //! hot-path messages (`codec`), which the Python binding's fast path uses too.
 
 pub mod client;
+pub mod coalesce;
 pub mod codec;
 pub mod counts;
 pub mod grpc;

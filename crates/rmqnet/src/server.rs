@@ -19,6 +19,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
+use crate::coalesce::{Coalescing, InFlight, HOLD};
 use crate::counts::RequestCounts;
 use crate::grpc::{self, Body, FrameProblem};
 use crate::proxy::Forward;
@@ -173,9 +174,18 @@ async fn serve<IO>(stream: IO, context: Arc<Context>, peer: SocketAddr)
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let service = service_fn(move |request| {
+    let in_flight = Arc::new(InFlight::default());
+    let stream = Coalescing::new(stream, Arc::clone(&in_flight), HOLD);
+    // Called on the connection's task as each request's headers arrive, so a request
+    // counts as in flight before any answer that is held for it is written.
+    let service = service_fn(move |request: Request<Incoming>| {
         let context = Arc::clone(&context);
-        async move { Ok::<_, Infallible>(route(&context, request, peer).await) }
+        let answering = answered_at_once(request.uri().path()).then(|| in_flight.begin());
+        async move {
+            let response = route(&context, request, peer).await;
+            drop(answering);
+            Ok::<_, Infallible>(response)
+        }
     });
     let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
         .initial_stream_window_size(4 << 20)
@@ -183,6 +193,15 @@ where
         .max_frame_size(1 << 20)
         .serve_connection(TokioIo::new(stream), service)
         .await;
+}
+
+/// The calls answered as soon as they are stored: answers held for them come soon. Long
+/// polls (pulls, receives) and calls passed to the Python server do not hold others.
+fn answered_at_once(path: &str) -> bool {
+    matches!(
+        path,
+        SEND | SEND_BATCHES | ROCKETMQ_SEND | ROCKETMQ_ACK | ROCKETMQ_CHANGE_INVISIBLE
+    )
 }
 
 async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
