@@ -144,18 +144,24 @@ class KafkaStreamBroker:
             self.kafka = None
 
 
-def run_query(frame: Any, workdir: Path, expected: int) -> Metrics:
-    """Run one AvailableNow query of ``frame`` into Parquet under ``workdir``; its figures."""
-    out, checkpoint = workdir / "out", workdir / "checkpoint"
-    shutil.rmtree(workdir, ignore_errors=True)
-    t0 = time.perf_counter()
-    query = (
+def start_into_parquet(frame: Any, out: Path, checkpoint: Path) -> Any:
+    """An AvailableNow query of ``frame`` into Parquet files under ``out``, started: it
+    reads what the source held when it started, then ends (the tests run it too)."""
+    return (
         frame.writeStream.format("parquet")
         .option("path", str(out))
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
         .start()
     )
+
+
+def run_query(frame: Any, workdir: Path, expected: int) -> Metrics:
+    """Run one AvailableNow query of ``frame`` into Parquet under ``workdir``; its figures."""
+    out, checkpoint = workdir / "out", workdir / "checkpoint"
+    shutil.rmtree(workdir, ignore_errors=True)
+    t0 = time.perf_counter()
+    query = start_into_parquet(frame, out, checkpoint)
     try:
         query.awaitTermination(QUERY_TIMEOUT)
     finally:

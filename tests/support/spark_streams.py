@@ -15,6 +15,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from rmq.client import Client, SendFuture
 
+from bench.spark_stream import start_into_parquet
+
 _names = itertools.count()
 
 
@@ -32,13 +34,7 @@ def send_all(client: Client, topic: str, bodies: list[str], **fields: Any) -> No
 
 def run_available_now(frame: DataFrame, out: Path, checkpoint: Path) -> StreamingQuery:
     """Run a query into Parquet until it has read what the source held when it started."""
-    query = (
-        frame.writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
+    query: StreamingQuery = start_into_parquet(frame, out, checkpoint)
     query.awaitTermination(120)
     assert not query.isActive, "the query did not finish"
     if query.exception() is not None:
