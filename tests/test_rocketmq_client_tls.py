@@ -1,7 +1,10 @@
-"""The official RocketMQ 5 Python client (``rocketmq-python-client``) over TLS against
-``rmq serve --tls-cert/--tls-key``: routes from the access point and sends, receives and
-acks on the shards' native data plane, every connection TLS (the broker serves nothing
-in plain text then), verified against the test's own certificate."""
+"""The official RocketMQ 5 clients over TLS against ``rmq serve --tls-cert/--tls-key``:
+routes from the access point and sends, receives and acks on the shards' native data
+plane, every connection TLS (the broker serves nothing in plain text then).
+
+The Python client (``rocketmq-python-client``) verifies the broker against the test's own
+certificate. The Java client (``rocketmq-client-java``) trusts any certificate by design,
+so its test shows the traffic is TLS: the same client without TLS gets nowhere."""
 
 from __future__ import annotations
 
@@ -13,10 +16,12 @@ import uuid
 from pathlib import Path
 
 from rmq.client import Client
+from rmq.cluster.local import LocalBroker
 
 from tests.support.brokers import Brokers
 from tests.support.certificates import self_signed_certificate
 from tests.support.native_requests import native_requests
+from tests.support.rocketmq_java import JavaClient, build_harness
 
 COUNT = 20
 REPO = Path(__file__).resolve().parent.parent
@@ -40,6 +45,35 @@ def test_the_official_python_client_sends_and_receives_over_tls(
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert sorted(result["sent"]) == sorted(f"tls-{i}" for i in range(COUNT))
     assert result["received"] == result["sent"]
+    assert_answered_natively(broker)
+
+
+def test_the_official_java_client_sends_and_receives_over_tls(
+    brokers: Brokers, tmp_path: Path
+) -> None:
+    cert, key = self_signed_certificate(tmp_path, "broker")
+    broker = brokers.start(shards=2, args=["--tls-cert", str(cert), "--tls-key", str(key)])
+    topic, group = f"tls-java-{uuid.uuid4().hex[:8]}", "tls-java-group"
+    with Client(broker.endpoint, tls_root_cert=cert) as client:
+        client.create_topic(topic, queues=4)
+    java = JavaClient(build_harness(), broker.rocketmq_endpoint, tmp_path / "java", tls=True)
+    java.produce(topic, COUNT // 2, body_prefix="sync")
+    java.produce(topic, COUNT // 2, async_send=True, body_prefix="async")
+    received = java.simple_consume(topic, group, COUNT, max_seconds=60)
+    sent = [f"sync-{i}" for i in range(COUNT // 2)] + [f"async-{i}" for i in range(COUNT // 2)]
+    assert sorted(line["body"] for line in received.items) == sorted(sent)
+    assert_answered_natively(broker)
+
+    plain = JavaClient(build_harness(), broker.rocketmq_endpoint, tmp_path / "plain")
+    refused = plain.produce(topic, 1, body_prefix="plain", timeout=30, check=False)
+    assert refused.returncode != 0, refused.describe()
+    with Client(broker.endpoint, tls_root_cert=cert) as client:
+        stored = sum(client.queue_offsets(topic, queue)[1] for queue in range(4))
+    assert stored == COUNT
+
+
+def assert_answered_natively(broker: LocalBroker) -> None:
+    """The sends, receives and acks were answered by the shards' native data plane."""
     answered = native_requests(broker)
     for method in ("SendMessage", "ReceiveMessage", "AckMessage"):
         path = f"/apache.rocketmq.v2.MessagingService/{method}"

@@ -103,10 +103,13 @@ class JavaClient:
     """Runs the harness's commands against the access point ``endpoint`` (``host:port``).
 
     Each run logs in a directory of its own under ``log_dir`` (``NNN-command/``, the
-    client's rocketmq-client.log at ``log_level``); failure messages show its end.
+    client's rocketmq-client.log at ``log_level``); failure messages show its end. With
+    ``tls`` every command connects over TLS (``--tls``).
     """
 
-    def __init__(self, jar: Path, endpoint: str, log_dir: Path, log_level: str = "info") -> None:
+    def __init__(
+        self, jar: Path, endpoint: str, log_dir: Path, log_level: str = "info", tls: bool = False
+    ) -> None:
         java = shutil.which("java")
         if java is None:
             pytest.fail("the RocketMQ 5 Java client tests need java (17+) on PATH")
@@ -115,6 +118,7 @@ class JavaClient:
         self.endpoint = endpoint
         self.log_dir = log_dir
         self.log_level = log_level
+        self.tls = tls
         self._runs = 0
 
     def run(
@@ -129,6 +133,8 @@ class JavaClient:
         ``True`` is a bare flag, a sequence repeats the option, ``None``/``False`` leave it
         out). With ``check``, a non-zero exit or a missing summary line raises."""
         args = [command, "--endpoint", self.endpoint, "--topic", topic]
+        if self.tls:
+            args.append("--tls")
         for name, value in options.items():
             flag = "--" + name.replace("_", "-")
             if value is None or value is False:

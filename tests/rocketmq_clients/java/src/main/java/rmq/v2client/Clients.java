@@ -15,6 +15,12 @@ import rmq.cli.Options;
 final class Clients {
     /** Options every command takes. */
     static final Set<String> COMMON_OPTIONS = Set.of("endpoint", "topic", "request-timeout-seconds");
+    /**
+     * Flags every command takes: {@code --tls} connects over TLS. The client trusts any
+     * server certificate (it builds its TLS context with an insecure trust manager), so
+     * this proves the traffic is TLS, not which certificate the broker showed.
+     */
+    static final Set<String> COMMON_FLAGS = Set.of("tls");
 
     final ClientServiceProvider provider = ClientServiceProvider.loadService();
     final ClientConfiguration configuration;
@@ -26,7 +32,7 @@ final class Clients {
         this.requestTimeout = Duration.ofSeconds(options.intValue("request-timeout-seconds", 5));
         this.configuration = ClientConfiguration.newBuilder()
             .setEndpoints(options.required("endpoint"))
-            .enableSsl(false)
+            .enableSsl(options.flag("tls"))
             .setRequestTimeout(requestTimeout)
             .build();
     }

@@ -94,7 +94,9 @@ public final class Main {
     private static Options options(String[] args, Set<String> flags, Set<String> values) {
         Set<String> names = new HashSet<>(values);
         names.addAll(Clients.COMMON_OPTIONS);
-        Options options = new Options(args, flags, names);
+        Set<String> flagNames = new HashSet<>(flags);
+        flagNames.addAll(Clients.COMMON_FLAGS);
+        Options options = new Options(args, flagNames, names);
         options.noPositional();
         return options;
     }
