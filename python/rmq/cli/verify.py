@@ -22,23 +22,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def _clean(report: object) -> bool | None:
-    """Whether a verify report says all is well, for the report shapes the engine may give."""
-    for name in ("ok", "clean", "is_clean"):
-        value = getattr(report, name, None)
-        if isinstance(value, bool):
-            return value
-    for name in ("differences", "problems", "errors"):
-        value = getattr(report, name, None)
-        if value is not None:
-            return len(value) == 0
-    if isinstance(report, dict):
-        for name in ("ok", "clean"):
-            if isinstance(report.get(name), bool):
-                return bool(report[name])
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     import rmq
     from rmq.errors import RmqError
@@ -50,21 +33,13 @@ def run(args: argparse.Namespace) -> int:
     for root in store_directories(args.path):
         try:
             with rmq.Store(root, read_only=True) as store:
-                verify = getattr(store, "verify", None)
-                if verify is None:
-                    print(
-                        "rmq verify: this build of the engine has no Store.verify yet",
-                        file=sys.stderr,
-                    )
-                    return 2
-                report = verify()
+                report = store.verify()
         except RmqError as error:
             print(f"{root}: {type(error).__name__}: {error}")
-            worst = max(worst, 1)
+            worst = 1
             continue
-        clean = _clean(report)
-        print(f"{root}: {'clean' if clean else 'DIFFERENCES' if clean is False else 'checked'}")
+        print(f"{root}: {'clean' if report.clean else 'DIFFERENCES'}")
         print(f"  {report}")
-        if clean is False:
-            worst = max(worst, 1)
+        if not report.clean:
+            worst = 1
     return worst
