@@ -28,7 +28,7 @@ from tests.support.tier_crash import (
     kill_tiered_writers,
     read_both_queues_whole,
 )
-from tests.support.tiered_store import SEGMENT
+from tests.support.tiered_store import SEGMENT, run_retention_hours_later, upload_and_evict
 from tests.support.tiered_store import open_tiered_store as open_store
 
 
@@ -161,8 +161,7 @@ def test_a_changed_or_truncated_object_is_reported_never_served(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
     results = fill(store)
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     obj = aws_env.object_path(s3_bucket, "shard-0/commitlog/00000000000000000000")
     # A flipped byte inside the first message's body: its CRC no longer matches.
     data = bytearray(obj.read_bytes())
@@ -191,11 +190,9 @@ def test_tier_retention_removes_expired_segments_from_the_bucket_and_the_store(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0, tier_retention_hours=1)
     fill(store)
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     assert store.commitlog_min_offset() == 0
-    later = int(time.time() * 1000) + 2 * 3_600_000
-    report = store.run_retention(now_ms=later)
+    report = run_retention_hours_later(store, 2)
     assert len(report.deleted) >= 4
     assert all("tier retention 1 h" in reason for _, _, reason in report.deleted)
     assert report.commitlog_min_offset > 0
@@ -271,8 +268,7 @@ def test_key_lookups_read_uploaded_compacted_index_files_in_few_range_reads(
     assert store._wait_index_compaction(30)
     compacted = [f for f in store._index_files() if f[3]]
     assert len(compacted) >= 5
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     local_index = {p.name for p in (path / "index_compacted").iterdir()}
     status = store.tier_status()
     assert status is not None

@@ -15,7 +15,7 @@ import rmq
 from rmq.errors import TierError
 
 from bench.peers.s3 import S3Server
-from tests.support.tiered_store import open_tiered_store, tier_state
+from tests.support.tiered_store import open_tiered_store, tier_state, upload_and_evict
 
 ENTRIES_PER_FILE = 100
 
@@ -53,8 +53,7 @@ def test_offset_for_time_reads_evicted_queue_files_for_times_after_the_first_mes
             result = store.put("Orders", b"r%d-%d " % (round_, i) * 8, queue_id=0)
             if i == 0:
                 starts.append((result.store_timestamp, result.queue_offset))
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     store.close()
     assert evicted_entries_end(path) >= 500  # four rounds' first messages are evicted
     store = rmq.Store(str(path))
@@ -70,8 +69,7 @@ def evicted_store(path: Path, server: S3Server, bucket: str) -> None:
     store = open_store(path, server, bucket, local_retention_bytes=0)
     for i in range(1500):
         store.put("Orders", f"order {i} ".encode() * 6, queue_id=i % 2, keys=[f"order-{i}"])
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     store.close()
     assert evicted_entries_end(path) >= 300
 
@@ -140,8 +138,7 @@ def evict_then_reopen(
 ) -> None:
     """After a rebuild: upload and evict again, then the state and the local files agree,
     and both the store and a reopened one read ``before`` from offset 0."""
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     for key, file in tier_state(path)["consumeQueues"].items():
         assert (path / "consumequeue" / key).exists() == file["local"], key
     assert {q: read_all(store, q) for q in (0, 1)} == before

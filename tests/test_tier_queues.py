@@ -9,7 +9,6 @@ object is detected by its checksum and never served as entries.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,12 @@ from rmq.errors import TierObjectChangedError
 from bench.peers.s3 import S3Server
 from tests.support.cli import rmq_cli
 from tests.support.tier_crash import kill_tiered_writers, read_both_queues_whole
-from tests.support.tiered_store import open_tiered_store, tier_state
+from tests.support.tiered_store import (
+    open_tiered_store,
+    run_retention_hours_later,
+    tier_state,
+    upload_and_evict,
+)
 
 # Small queue files, so a few thousand messages make several sealed ones per queue.
 ENTRIES_PER_FILE = 100
@@ -124,8 +128,7 @@ def test_a_changed_queue_object_is_detected_and_not_served(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
     fill(store)
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     store.close()
     key = "Orders/0/" + f"{0:020d}"
     assert tier_state(path)["consumeQueues"][key]["local"] is False
@@ -211,11 +214,9 @@ def test_queue_objects_expire_with_their_segments(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0, tier_retention_hours=1)
     fill(store)
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     assert queue_objects(aws_env, s3_bucket)
-    later = int(time.time() * 1000) + 2 * 3_600_000
-    report = store.run_retention(now_ms=later)
+    report = run_retention_hours_later(store, 2)
     assert report.commitlog_min_offset > 0
     # Every queue file's records are gone from the log: objects and entries go too.
     assert queue_objects(aws_env, s3_bucket) == []

@@ -27,7 +27,7 @@ from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from bench.peers.s3 import S3Server
-from tests.support.tiered_store import SEGMENT, open_tiered_store
+from tests.support.tiered_store import SEGMENT, open_tiered_store, upload_and_evict
 
 ENTRIES_PER_FILE = 100
 FIRST_SEGMENT = "shard-0/commitlog/" + f"{0:020d}"
@@ -47,8 +47,7 @@ def evicted_store(path: Path, server: S3Server, bucket: str) -> list[rmq.PutResu
         store.put("Orders", f"order {i} ".encode() * 6, queue_id=i % 2, keys=[f"order-{i}"])
         for i in range(1500)
     ]
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     store.close()
     state = json.loads((path / "tier" / "state.json").read_text())
     assert not state["segments"][str(0)]["local"]

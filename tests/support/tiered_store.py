@@ -4,6 +4,7 @@ several, with its tier under ``s3://BUCKET/shard-0`` on a test S3 server."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +28,15 @@ def tier_state(path: Path) -> dict[str, Any]:
     """The store's ``tier/state.json``."""
     state: dict[str, Any] = json.loads((path / "tier" / "state.json").read_text())
     return state
+
+
+def upload_and_evict(store: rmq.Store) -> None:
+    """Upload every sealed segment now, then run retention: a store opened with
+    ``local_retention_bytes=0`` evicts their local copies."""
+    store.upload_to_tier()
+    store.run_retention()
+
+
+def run_retention_hours_later(store: rmq.Store, hours: float) -> rmq.RetentionReport:
+    """Retention as it will run ``hours`` from now (past a ``tier_retention_hours``)."""
+    return store.run_retention(now_ms=int(time.time() * 1000) + int(hours * 3_600_000))
