@@ -130,6 +130,19 @@ def test_verify_reports_a_missing_consume_queue_and_exits_1(tmp_path: Path) -> N
     assert f"{store_dir}: DIFFERENCES" in text and "difference_count=25" in text
 
 
+@pytest.mark.parametrize(
+    "command", [["inspect"], ["verify"], ["rebuild"], ["tier", "status"], ["tier", "upload"]]
+)
+def test_a_path_that_is_no_directory_is_refused_with_status_2(
+    tmp_path: Path, command: list[str]
+) -> None:
+    missing = tmp_path / "no-such-store"
+    result = rmq_cli(*command, str(missing), check=False)
+    assert result.returncode == 2
+    assert f"{missing} is not a directory" in result.stderr.decode()
+    assert not missing.exists()
+
+
 def test_inspect_walks_every_shard_of_a_broker_directory(broker: LocalBroker) -> None:
     rmq_cli("topic", "create", "walked", "--queues", "2", "--endpoint", broker.endpoint)
     text = rmq_cli("inspect", str(broker.data_dir), "--topic", "walked").stdout.decode()

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-from rmq.cli.inspect import store_directories
+from rmq.cli.inspect import store_directories, store_directory_path
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the valid commit log. Exits 0 when they agree, 1 when differences or corruption "
         "are found, 2 when the check cannot run.",
     )
-    parser.add_argument("path", type=Path)
+    parser.add_argument("path", type=store_directory_path)
     parser.set_defaults(func=run)
 
 
@@ -26,9 +24,6 @@ def run(args: argparse.Namespace) -> int:
     import rmq
     from rmq.errors import RmqError
 
-    if not args.path.is_dir():
-        print(f"rmq verify: {args.path} is not a directory", file=sys.stderr)
-        return 2
     worst = 0
     for root in store_directories(args.path):
         try:
