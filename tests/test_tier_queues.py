@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import rmq
@@ -19,31 +18,18 @@ from rmq.errors import TierObjectChangedError
 from bench.peers.s3 import S3Server
 from tests.support.cli import rmq_cli
 from tests.support.tier_crash import kill_tiered_writers, read_both_queues_whole
+from tests.support.tiered_store import open_store_with_small_queue_files as open_store
 from tests.support.tiered_store import (
-    open_tiered_store,
+    read_queue,
     run_retention_hours_later,
     tier_state,
     upload_and_evict,
 )
 
-# Small queue files, so a few thousand messages make several sealed ones per queue.
-ENTRIES_PER_FILE = 100
-
-
-def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
-    return open_tiered_store(
-        path, server, bucket, consume_queue_entries_per_file=ENTRIES_PER_FILE, **options
-    )
-
 
 def fill(store: rmq.Store, count: int = 1500) -> None:
     for i in range(count):
         store.put("Orders", f"order {i} ".encode() * 6, queue_id=i % 2, keys=[f"order-{i}"])
-
-
-def read_all(store: rmq.Store, queue_id: int) -> list[tuple[int, bytes]]:
-    got = store.get("Orders", queue_id, 0, 10_000)
-    return [(m.queue_offset, m.body) for m in got]
 
 
 def queue_files(path: Path, queue_id: int) -> list[str]:
@@ -71,7 +57,7 @@ def test_evicted_queue_files_are_read_from_the_bucket(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
     fill(store)
-    before = {q: read_all(store, q) for q in (0, 1)}
+    before = {q: read_queue(store, q) for q in (0, 1)}
     assert [len(before[q]) for q in (0, 1)] == [750, 750]
     files_before = queue_files(path, 0)
     assert len(files_before) == 8
@@ -99,7 +85,7 @@ def test_evicted_queue_files_are_read_from_the_bucket(
     assert {q["file"] for q in status["consume_queues"] if q["state"] == "evicted"} == set(evicted)
     for q in (0, 1):
         assert store.min_offset("Orders", q) == 0
-        assert read_all(store, q) == before[q]
+        assert read_queue(store, q) == before[q]
         # A read in the middle of an evicted file.
         assert store.get("Orders", q, 150, 1)[0].body == before[q][150][1]
     assert store.offset_for_time("Orders", 0, 0) == 0
@@ -109,7 +95,7 @@ def test_evicted_queue_files_are_read_from_the_bucket(
     reopened = rmq.Store(str(path))
     for q in (0, 1):
         assert reopened.min_offset("Orders", q) == 0
-        assert read_all(reopened, q) == before[q]
+        assert read_queue(reopened, q) == before[q]
     assert reopened.verify().clean
     reopened.close()
 
@@ -160,7 +146,7 @@ def test_a_crash_between_upload_and_eviction_leaves_a_consistent_state(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket)
     fill(store)
-    before = read_all(store, 1)
+    before = read_queue(store, 1)
     store.upload_to_tier()
     uploaded = tier_state(path)["consumeQueues"]
     assert uploaded
@@ -184,7 +170,7 @@ def test_a_crash_between_upload_and_eviction_leaves_a_consistent_state(
     store = open_store(path, aws_env, s3_bucket)
     assert tier_state(path)["consumeQueues"][first]["local"] is False
     assert_consistent(path)
-    assert read_all(store, 1) == before
+    assert read_queue(store, 1) == before
     store.close()
 
 
@@ -200,7 +186,7 @@ def test_sigkill_of_a_writer_moving_queue_files_loses_nothing(
     assert all(end >= 6000 for end in read_both_queues_whole(store))
     store.run_retention()
     assert_consistent(path)
-    assert [read_all(store, q)[:3] for q in (0, 1)] == [[(i, b"x" * 300) for i in range(3)]] * 2
+    assert [read_queue(store, q)[:3] for q in (0, 1)] == [[(i, b"x" * 300) for i in range(3)]] * 2
     # Every recorded object is in the bucket.
     objects = set(queue_objects(aws_env, s3_bucket))
     assert {f"shard-0/consumequeue/{key}" for key in state} <= objects
