@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -111,11 +112,35 @@ def test_inspect_and_verify_change_nothing(tmp_path: Path) -> None:
     assert [q["max_offset"] for q in report["topics"]["inspected"]] == [150, 150]
 
     verified = rmq_cli("verify", str(store_dir), check=False)
-    if hasattr(rmq.Store, "verify"):
-        assert verified.returncode == 0, verified.stdout.decode() + verified.stderr.decode()
-    else:
-        assert verified.returncode == 2 and b"no Store.verify" in verified.stderr
+    assert verified.returncode == 0, verified.stdout.decode() + verified.stderr.decode()
+    assert f"{store_dir}: clean" in verified.stdout.decode()
     assert checksums(store_dir) == before, "inspect or verify changed the store's files"
+
+
+def test_verify_reports_a_missing_consume_queue_and_exits_1(tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    with rmq.Store(store_dir) as store:
+        store.create_topic("checked", 2)
+        for i in range(50):
+            store.put("checked", b"payload-%d" % i, queue_id=i % 2)
+    shutil.rmtree(store_dir / "consumequeue" / "checked" / "1")
+    verified = rmq_cli("verify", str(store_dir), check=False)
+    assert verified.returncode == 1, verified.stdout.decode() + verified.stderr.decode()
+    text = verified.stdout.decode()
+    assert f"{store_dir}: DIFFERENCES" in text and "difference_count=25" in text
+
+
+@pytest.mark.parametrize(
+    "command", [["inspect"], ["verify"], ["rebuild"], ["tier", "status"], ["tier", "upload"]]
+)
+def test_a_path_that_is_no_directory_is_refused_with_status_2(
+    tmp_path: Path, command: list[str]
+) -> None:
+    missing = tmp_path / "no-such-store"
+    result = rmq_cli(*command, str(missing), check=False)
+    assert result.returncode == 2
+    assert f"{missing} is not a directory" in result.stderr.decode()
+    assert not missing.exists()
 
 
 def test_inspect_walks_every_shard_of_a_broker_directory(broker: LocalBroker) -> None:

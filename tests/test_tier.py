@@ -9,7 +9,6 @@ retention removes what expired.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -23,8 +22,13 @@ from rmq.errors import (
 )
 
 from bench.peers.s3 import S3Server
-from tests.support.tier_crash import MESSAGES_PER_ROUND, ROUNDS, kill_tiered_writers
-from tests.support.tiered_store import SEGMENT
+from tests.support.tier_crash import (
+    MESSAGES_PER_ROUND,
+    ROUNDS,
+    kill_tiered_writers,
+    read_both_queues_whole,
+)
+from tests.support.tiered_store import SEGMENT, run_retention_hours_later, upload_and_evict
 from tests.support.tiered_store import open_tiered_store as open_store
 
 
@@ -157,8 +161,7 @@ def test_a_changed_or_truncated_object_is_reported_never_served(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
     results = fill(store)
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     obj = aws_env.object_path(s3_bucket, "shard-0/commitlog/00000000000000000000")
     # A flipped byte inside the first message's body: its CRC no longer matches.
     data = bytearray(obj.read_bytes())
@@ -187,11 +190,9 @@ def test_tier_retention_removes_expired_segments_from_the_bucket_and_the_store(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0, tier_retention_hours=1)
     fill(store)
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     assert store.commitlog_min_offset() == 0
-    later = int(time.time() * 1000) + 2 * 3_600_000
-    report = store.run_retention(now_ms=later)
+    report = run_retention_hours_later(store, 2)
     assert len(report.deleted) >= 4
     assert all("tier retention 1 h" in reason for _, _, reason in report.deleted)
     assert report.commitlog_min_offset > 0
@@ -207,42 +208,27 @@ def test_tier_retention_removes_expired_segments_from_the_bucket_and_the_store(
 
 
 def test_sigkill_during_uploads_and_evictions_loses_nothing_and_uploads_nothing_twice(
-    tmp_path: Path, s3_server: S3Server, s3_bucket: str
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
 ) -> None:
     path = tmp_path / "store"
-    kill_tiered_writers(path, s3_server, s3_bucket)
-    env = s3_server.aws_env()
-    os.environ.update(env)
-    try:
-        store = rmq.Store(str(path))
-        # Every message the killed processes stored is readable, evicted or not.
-        count = sum(store.max_offset("Orders", q) - store.min_offset("Orders", q) for q in (0, 1))
-        assert count >= ROUNDS * MESSAGES_PER_ROUND
-        for q in (0, 1):
-            assert store.min_offset("Orders", q) == 0
-            offset, end = 0, store.max_offset("Orders", q)
-            while offset < end:
-                got = store.get("Orders", q, offset, 20_000)
-                assert [m.queue_offset for m in got] == list(range(offset, offset + len(got)))
-                assert got, f"queue {q} stops at {offset} of {end}"
-                offset += len(got)
-        status = store.tier_status()
-        assert status is not None
-        before = status["upload"]["uploaded_bytes"]
-        store.upload_to_tier()
-        evicted = [s for s in status["segments"] if s["state"] == "evicted"]
-        assert evicted, "the crash loop evicted nothing"
-        # Segments a killed process uploaded are found in the bucket, not uploaded again:
-        # only segments sealed after the last recorded upload may go now.
-        after = store.tier_status()
-        assert after is not None
-        pending_before = sum(s["size"] for s in status["segments"] if s["state"] == "pending")
-        assert after["upload"]["uploaded_bytes"] - before <= pending_before
-        assert store.verify().clean
-        store.close()
-    finally:
-        for name in env:
-            os.environ.pop(name, None)
+    kill_tiered_writers(path, aws_env, s3_bucket)
+    store = rmq.Store(str(path))
+    # Every message the killed processes stored is readable, evicted or not.
+    assert sum(read_both_queues_whole(store)) >= ROUNDS * MESSAGES_PER_ROUND
+    status = store.tier_status()
+    assert status is not None
+    before = status["upload"]["uploaded_bytes"]
+    store.upload_to_tier()
+    evicted = [s for s in status["segments"] if s["state"] == "evicted"]
+    assert evicted, "the crash loop evicted nothing"
+    # Segments a killed process uploaded are found in the bucket, not uploaded again:
+    # only segments sealed after the last recorded upload may go now.
+    after = store.tier_status()
+    assert after is not None
+    pending_before = sum(s["size"] for s in status["segments"] if s["state"] == "pending")
+    assert after["upload"]["uploaded_bytes"] - before <= pending_before
+    assert store.verify().clean
+    store.close()
 
 
 def test_a_segment_uploaded_before_a_crash_is_recognised_not_uploaded_again(
@@ -282,8 +268,7 @@ def test_key_lookups_read_uploaded_compacted_index_files_in_few_range_reads(
     assert store._wait_index_compaction(30)
     compacted = [f for f in store._index_files() if f[3]]
     assert len(compacted) >= 5
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     local_index = {p.name for p in (path / "index_compacted").iterdir()}
     status = store.tier_status()
     assert status is not None

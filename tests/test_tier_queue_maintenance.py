@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import rmq
 from rmq.errors import TierError
 
 from bench.peers.s3 import S3Server
-from tests.support.tiered_store import open_tiered_store, tier_state
-
-ENTRIES_PER_FILE = 100
-
-
-def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
-    return open_tiered_store(
-        path, server, bucket, consume_queue_entries_per_file=ENTRIES_PER_FILE, **options
-    )
+from tests.support.tiered_store import (
+    QUEUE_FILE_ENTRIES,
+    read_queue,
+    tier_state,
+    upload_and_evict,
+)
+from tests.support.tiered_store import open_store_with_small_queue_files as open_store
 
 
 def evicted_entries_end(path: Path) -> int:
@@ -33,10 +30,6 @@ def evicted_entries_end(path: Path) -> int:
         for key, file in tier_state(path)["consumeQueues"].items()
         if key.startswith("Orders/0/") and not file["local"]
     )
-
-
-def read_all(store: rmq.Store, queue_id: int) -> list[tuple[int, bytes]]:
-    return [(m.queue_offset, m.body) for m in store.get("Orders", queue_id, 0, 10_000)]
 
 
 def test_offset_for_time_reads_evicted_queue_files_for_times_after_the_first_message(
@@ -53,8 +46,7 @@ def test_offset_for_time_reads_evicted_queue_files_for_times_after_the_first_mes
             result = store.put("Orders", b"r%d-%d " % (round_, i) * 8, queue_id=0)
             if i == 0:
                 starts.append((result.store_timestamp, result.queue_offset))
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     store.close()
     assert evicted_entries_end(path) >= 500  # four rounds' first messages are evicted
     store = rmq.Store(str(path))
@@ -70,8 +62,7 @@ def evicted_store(path: Path, server: S3Server, bucket: str) -> None:
     store = open_store(path, server, bucket, local_retention_bytes=0)
     for i in range(1500):
         store.put("Orders", f"order {i} ".encode() * 6, queue_id=i % 2, keys=[f"order-{i}"])
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     store.close()
     assert evicted_entries_end(path) >= 300
 
@@ -85,10 +76,10 @@ def test_rebuild_of_a_store_whose_queue_files_are_evicted_keeps_every_message(
     evicted_store(path, aws_env, s3_bucket)
     # Opened as it was made: a rebuild writes files of the size the open says.
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
-    before = {q: read_all(store, q) for q in (0, 1)}
+    before = {q: read_queue(store, q) for q in (0, 1)}
     assert [len(before[q]) for q in (0, 1)] == [750, 750]
     assert store.rebuild() == 1500
-    assert {q: read_all(store, q) for q in (0, 1)} == before
+    assert {q: read_queue(store, q) for q in (0, 1)} == before
     assert store.verify().clean
     evict_then_reopen(store, path, before)
 
@@ -102,14 +93,14 @@ def test_rebuild_of_a_store_reopened_without_its_queue_file_size_keeps_the_recor
     path = tmp_path / "store"
     evicted_store(path, aws_env, s3_bucket)
     store = rmq.Store(str(path))
-    before = {q: read_all(store, q) for q in (0, 1)}
+    before = {q: read_queue(store, q) for q in (0, 1)}
     assert store.rebuild() == 1500
-    assert {q: read_all(store, q) for q in (0, 1)} == before
+    assert {q: read_queue(store, q) for q in (0, 1)} == before
     recorded = {file["size"] for file in tier_state(path)["consumeQueues"].values()}
-    assert recorded == {ENTRIES_PER_FILE * 20}
+    assert recorded == {QUEUE_FILE_ENTRIES * 20}
     for queue_dir in (path / "consumequeue" / "Orders").iterdir():
         sizes = {f.stat().st_size for f in queue_dir.iterdir()}
-        assert sizes == {ENTRIES_PER_FILE * 20}, (queue_dir, sizes)
+        assert sizes == {QUEUE_FILE_ENTRIES * 20}, (queue_dir, sizes)
     evict_then_reopen(store, path, before)
 
 
@@ -140,13 +131,12 @@ def evict_then_reopen(
 ) -> None:
     """After a rebuild: upload and evict again, then the state and the local files agree,
     and both the store and a reopened one read ``before`` from offset 0."""
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     for key, file in tier_state(path)["consumeQueues"].items():
         assert (path / "consumequeue" / key).exists() == file["local"], key
-    assert {q: read_all(store, q) for q in (0, 1)} == before
+    assert {q: read_queue(store, q) for q in (0, 1)} == before
     store.close()
     reopened = rmq.Store(str(path))
     assert [reopened.min_offset("Orders", q) for q in (0, 1)] == [0, 0]
-    assert {q: read_all(reopened, q) for q in (0, 1)} == before
+    assert {q: read_queue(reopened, q) for q in (0, 1)} == before
     reopened.close()

@@ -9,10 +9,7 @@ object is detected by its checksum and never served as entries.
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import rmq
@@ -20,27 +17,19 @@ from rmq.errors import TierObjectChangedError
 
 from bench.peers.s3 import S3Server
 from tests.support.cli import rmq_cli
-from tests.support.tier_crash import kill_tiered_writers
-from tests.support.tiered_store import open_tiered_store, tier_state
-
-# Small queue files, so a few thousand messages make several sealed ones per queue.
-ENTRIES_PER_FILE = 100
-
-
-def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
-    return open_tiered_store(
-        path, server, bucket, consume_queue_entries_per_file=ENTRIES_PER_FILE, **options
-    )
+from tests.support.tier_crash import kill_tiered_writers, read_both_queues_whole
+from tests.support.tiered_store import open_store_with_small_queue_files as open_store
+from tests.support.tiered_store import (
+    read_queue,
+    run_retention_hours_later,
+    tier_state,
+    upload_and_evict,
+)
 
 
 def fill(store: rmq.Store, count: int = 1500) -> None:
     for i in range(count):
         store.put("Orders", f"order {i} ".encode() * 6, queue_id=i % 2, keys=[f"order-{i}"])
-
-
-def read_all(store: rmq.Store, queue_id: int) -> list[tuple[int, bytes]]:
-    got = store.get("Orders", queue_id, 0, 10_000)
-    return [(m.queue_offset, m.body) for m in got]
 
 
 def queue_files(path: Path, queue_id: int) -> list[str]:
@@ -68,7 +57,7 @@ def test_evicted_queue_files_are_read_from_the_bucket(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
     fill(store)
-    before = {q: read_all(store, q) for q in (0, 1)}
+    before = {q: read_queue(store, q) for q in (0, 1)}
     assert [len(before[q]) for q in (0, 1)] == [750, 750]
     files_before = queue_files(path, 0)
     assert len(files_before) == 8
@@ -96,7 +85,7 @@ def test_evicted_queue_files_are_read_from_the_bucket(
     assert {q["file"] for q in status["consume_queues"] if q["state"] == "evicted"} == set(evicted)
     for q in (0, 1):
         assert store.min_offset("Orders", q) == 0
-        assert read_all(store, q) == before[q]
+        assert read_queue(store, q) == before[q]
         # A read in the middle of an evicted file.
         assert store.get("Orders", q, 150, 1)[0].body == before[q][150][1]
     assert store.offset_for_time("Orders", 0, 0) == 0
@@ -106,7 +95,7 @@ def test_evicted_queue_files_are_read_from_the_bucket(
     reopened = rmq.Store(str(path))
     for q in (0, 1):
         assert reopened.min_offset("Orders", q) == 0
-        assert read_all(reopened, q) == before[q]
+        assert read_queue(reopened, q) == before[q]
     assert reopened.verify().clean
     reopened.close()
 
@@ -125,8 +114,7 @@ def test_a_changed_queue_object_is_detected_and_not_served(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0)
     fill(store)
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     store.close()
     key = "Orders/0/" + f"{0:020d}"
     assert tier_state(path)["consumeQueues"][key]["local"] is False
@@ -158,7 +146,7 @@ def test_a_crash_between_upload_and_eviction_leaves_a_consistent_state(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket)
     fill(store)
-    before = read_all(store, 1)
+    before = read_queue(store, 1)
     store.upload_to_tier()
     uploaded = tier_state(path)["consumeQueues"]
     assert uploaded
@@ -182,42 +170,28 @@ def test_a_crash_between_upload_and_eviction_leaves_a_consistent_state(
     store = open_store(path, aws_env, s3_bucket)
     assert tier_state(path)["consumeQueues"][first]["local"] is False
     assert_consistent(path)
-    assert read_all(store, 1) == before
+    assert read_queue(store, 1) == before
     store.close()
 
 
 def test_sigkill_of_a_writer_moving_queue_files_loses_nothing(
-    tmp_path: Path, s3_server: S3Server, s3_bucket: str
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
 ) -> None:
     path = tmp_path / "store"
-    kill_tiered_writers(path, s3_server, s3_bucket, '{"consume_queue_entries_per_file": 100}')
-    env = s3_server.aws_env()
-    os.environ.update(env)
-    try:
-        store = rmq.Store(str(path))
-        assert_consistent(path, settled=False)
-        state = tier_state(path)["consumeQueues"]
-        assert any(not file["local"] for file in state.values()), "nothing was evicted"
-        for q in (0, 1):
-            assert store.min_offset("Orders", q) == 0
-            offset, end = 0, store.max_offset("Orders", q)
-            assert end >= 6000
-            while offset < end:
-                got = store.get("Orders", q, offset, 20_000)
-                assert [m.queue_offset for m in got] == list(range(offset, offset + len(got)))
-                assert got, f"queue {q} stops at {offset} of {end}"
-                offset += len(got)
-        store.run_retention()
-        assert_consistent(path)
-        assert [read_all(store, q)[:3] for q in (0, 1)] == [[(i, b"x" * 300) for i in range(3)]] * 2
-        # Every recorded object is in the bucket.
-        objects = set(queue_objects(s3_server, s3_bucket))
-        assert {f"shard-0/consumequeue/{key}" for key in state} <= objects
-        assert store.verify().clean
-        store.close()
-    finally:
-        for name in env:
-            os.environ.pop(name, None)
+    kill_tiered_writers(path, aws_env, s3_bucket, '{"consume_queue_entries_per_file": 100}')
+    store = rmq.Store(str(path))
+    assert_consistent(path, settled=False)
+    state = tier_state(path)["consumeQueues"]
+    assert any(not file["local"] for file in state.values()), "nothing was evicted"
+    assert all(end >= 6000 for end in read_both_queues_whole(store))
+    store.run_retention()
+    assert_consistent(path)
+    assert [read_queue(store, q)[:3] for q in (0, 1)] == [[(i, b"x" * 300) for i in range(3)]] * 2
+    # Every recorded object is in the bucket.
+    objects = set(queue_objects(aws_env, s3_bucket))
+    assert {f"shard-0/consumequeue/{key}" for key in state} <= objects
+    assert store.verify().clean
+    store.close()
 
 
 def test_queue_objects_expire_with_their_segments(
@@ -226,11 +200,9 @@ def test_queue_objects_expire_with_their_segments(
     path = tmp_path / "store"
     store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0, tier_retention_hours=1)
     fill(store)
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     assert queue_objects(aws_env, s3_bucket)
-    later = int(time.time() * 1000) + 2 * 3_600_000
-    report = store.run_retention(now_ms=later)
+    report = run_retention_hours_later(store, 2)
     assert report.commitlog_min_offset > 0
     # Every queue file's records are gone from the log: objects and entries go too.
     assert queue_objects(aws_env, s3_bucket) == []

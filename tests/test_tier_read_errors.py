@@ -27,17 +27,11 @@ from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from bench.peers.s3 import S3Server
-from tests.support.tiered_store import SEGMENT, open_tiered_store
+from tests.support.tiered_store import SEGMENT, read_queue, upload_and_evict
+from tests.support.tiered_store import open_store_with_small_queue_files as open_store
 
-ENTRIES_PER_FILE = 100
 FIRST_SEGMENT = "shard-0/commitlog/" + f"{0:020d}"
 FIRST_QUEUE_FILE = "shard-0/consumequeue/Orders/0/" + f"{0:020d}"
-
-
-def open_store(path: Path, server: S3Server, bucket: str, **options: Any) -> rmq.Store:
-    return open_tiered_store(
-        path, server, bucket, consume_queue_entries_per_file=ENTRIES_PER_FILE, **options
-    )
 
 
 def evicted_store(path: Path, server: S3Server, bucket: str) -> list[rmq.PutResult]:
@@ -47,17 +41,12 @@ def evicted_store(path: Path, server: S3Server, bucket: str) -> list[rmq.PutResu
         store.put("Orders", f"order {i} ".encode() * 6, queue_id=i % 2, keys=[f"order-{i}"])
         for i in range(1500)
     ]
-    store.upload_to_tier()
-    store.run_retention()
+    upload_and_evict(store)
     store.close()
     state = json.loads((path / "tier" / "state.json").read_text())
     assert not state["segments"][str(0)]["local"]
     assert not state["consumeQueues"]["Orders/0/" + f"{0:020d}"]["local"]
     return results
-
-
-def read_all(store: rmq.Store, queue_id: int) -> list[tuple[int, bytes]]:
-    return [(m.queue_offset, m.body) for m in store.get("Orders", queue_id, 0, 10_000)]
 
 
 def evicted_reads(store: rmq.Store, first: rmq.PutResult) -> dict[str, Callable[[], Any]]:
@@ -77,7 +66,7 @@ def test_reads_of_evicted_data_fail_while_the_server_is_down_and_work_once_it_is
     path = tmp_path / "store"
     results = evicted_store(path, aws_env, s3_bucket)
     store = rmq.Store(str(path))  # nothing of the bucket cached
-    before = read_all(store, 0)
+    before = read_queue(store, 0)
     store.close()
     store = rmq.Store(str(path))
     aws_env.kill()
@@ -94,7 +83,7 @@ def test_reads_of_evicted_data_fail_while_the_server_is_down_and_work_once_it_is
         assert status is not None and status["reads"]["queue_read_failure"]
     finally:
         aws_env.start()
-    assert read_all(store, 0) == before
+    assert read_queue(store, 0) == before
     assert store.get_by_msg_id(results[0].msg_id).body == before[0][1]
     assert store.offset_for_time("Orders", 0, results[0].store_timestamp) == 0
     store.close()

@@ -19,6 +19,8 @@ PEERS_DIR = Path(__file__).resolve().parent
 CACHE = PEERS_DIR / ".cache"
 CLASSES = CACHE / "classes"
 JAVA_SOURCES = PEERS_DIR / "java"
+# Sources bench/peers/java shares with the Maven project bench/peers/rocketmq_client.
+SHARED_JAVA_SOURCES = PEERS_DIR / "java-shared"
 
 
 def java_available() -> None:
@@ -60,8 +62,9 @@ def fetch_jars(
 
 
 def compile_java(lib: Path) -> Path:
-    """Compile bench/peers/java/*.java against a peer's jars (once per change)."""
-    sources = sorted(JAVA_SOURCES.glob("*.java"))
+    """Compile bench/peers/java/*.java, and the shared sources they use, against a peer's
+    jars (once per change)."""
+    sources = sorted(JAVA_SOURCES.glob("*.java")) + sorted(SHARED_JAVA_SOURCES.rglob("*.java"))
     out = CLASSES
     stamp = out / ".compiled"
     newest = max(s.stat().st_mtime for s in sources)

@@ -16,7 +16,13 @@ import threading
 from pathlib import Path
 
 from bench.basics import DEFAULT_WORK, NotMeasurable
-from bench.peers.common import CACHE, PEERS_DIR, java_available, stop_process
+from bench.peers.common import (
+    CACHE,
+    PEERS_DIR,
+    SHARED_JAVA_SOURCES,
+    java_available,
+    stop_process,
+)
 
 CLIENT_VERSION = "5.0.8"  # keep in step with bench/peers/rocketmq_client/pom.xml
 SOURCES = PEERS_DIR / "rocketmq_client"
@@ -31,7 +37,7 @@ TIMEOUT = 1800.0
 def build() -> str:
     """Build the load programs (once per change of their sources); their classpath."""
     java_available()
-    inputs = [SOURCES / "pom.xml", *SOURCES.rglob("*.java")]
+    inputs = [SOURCES / "pom.xml", *SOURCES.rglob("*.java"), *SHARED_JAVA_SOURCES.rglob("*.java")]
     if JAR.exists() and JAR.stat().st_mtime >= max(p.stat().st_mtime for p in inputs):
         return f"{JAR}:{BUILT / 'lib'}/*"
     print("   building bench/peers/rocketmq_client with Maven ...", flush=True)

@@ -13,6 +13,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import rmq
+
 from bench.peers.s3 import S3Server
 
 WRITER = textwrap.dedent(
@@ -52,3 +54,20 @@ def kill_tiered_writers(path: Path, s3_server: S3Server, bucket: str, options: s
         time.sleep(0.3 * (round_ + 1))
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
+
+
+def read_both_queues_whole(store: rmq.Store) -> list[int]:
+    """Read each queue the writer wrote from offset 0 to its end and check that no entry is
+    missing there (a queue nothing evicted, or one whose evicted part comes from the
+    bucket); each queue's end offset."""
+    ends = []
+    for q in (0, 1):
+        assert store.min_offset("Orders", q) == 0
+        offset, end = 0, store.max_offset("Orders", q)
+        while offset < end:
+            got = store.get("Orders", q, offset, 20_000)
+            assert [m.queue_offset for m in got] == list(range(offset, offset + len(got)))
+            assert got, f"queue {q} stops at {offset} of {end}"
+            offset += len(got)
+        ends.append(end)
+    return ends

@@ -4,6 +4,7 @@ several, with its tier under ``s3://BUCKET/shard-0`` on a test S3 server."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,39 @@ def open_tiered_store(path: Path, server: S3Server, bucket: str, **options: Any)
     )
 
 
+# Small queue files, so a few thousand messages make several sealed ones per queue.
+QUEUE_FILE_ENTRIES = 100
+
+
+def open_store_with_small_queue_files(
+    path: Path, server: S3Server, bucket: str, **options: Any
+) -> rmq.Store:
+    """``open_tiered_store`` with ``QUEUE_FILE_ENTRIES`` entries per consume-queue file, so
+    that queue files seal, upload and go local too."""
+    return open_tiered_store(
+        path, server, bucket, consume_queue_entries_per_file=QUEUE_FILE_ENTRIES, **options
+    )
+
+
+def read_queue(store: rmq.Store, queue_id: int) -> list[tuple[int, bytes]]:
+    """``(queue offset, body)`` of the first 10,000 messages of queue ``queue_id`` of
+    ``Orders``, the topic the tier tests write."""
+    return [(m.queue_offset, m.body) for m in store.get("Orders", queue_id, 0, 10_000)]
+
+
 def tier_state(path: Path) -> dict[str, Any]:
     """The store's ``tier/state.json``."""
     state: dict[str, Any] = json.loads((path / "tier" / "state.json").read_text())
     return state
+
+
+def upload_and_evict(store: rmq.Store) -> None:
+    """Upload every sealed segment now, then run retention: a store opened with
+    ``local_retention_bytes=0`` evicts their local copies."""
+    store.upload_to_tier()
+    store.run_retention()
+
+
+def run_retention_hours_later(store: rmq.Store, hours: float) -> rmq.RetentionReport:
+    """Retention as it will run ``hours`` from now (past a ``tier_retention_hours``)."""
+    return store.run_retention(now_ms=int(time.time() * 1000) + int(hours * 3_600_000))

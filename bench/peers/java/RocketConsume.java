@@ -4,6 +4,7 @@ import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import rmqbench.BenchResult;
 
 /**
  * Reads COUNT messages of a topic from offset 0 of every queue with the lite pull consumer
@@ -51,9 +52,9 @@ public final class RocketConsume {
         }
         long nanos = System.nanoTime() - t0;
         consumer.shutdown();
-        var out = BenchJson.throughput(seen, bytes, nanos, null);
+        var out = BenchResult.figures(seen, bytes, nanos, null, 0);
         out.put("expected", count);
-        BenchJson.print(out);
+        BenchResult.print(out);
         System.exit(seen >= count ? 0 : 1);
     }
 }

@@ -11,6 +11,7 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageQueue;
+import rmqbench.BenchResult;
 
 /**
  * Sends N messages (tag + one key each) to a RocketMQ 5 broker in batches per queue, from T
@@ -91,10 +92,10 @@ public final class RocketProduce {
         pool.awaitTermination(1, TimeUnit.HOURS);
         long nanos = System.nanoTime() - t0;
         producer.shutdown();
-        var out = BenchJson.throughput(count, count * (long) size, nanos, lat);
+        var out = BenchResult.figures(count, count * (long) size, nanos, lat, lat.length);
         out.put("failed_batches", failed.get());
         out.put("queues", queues.size());
-        BenchJson.print(out);
+        BenchResult.print(out);
         System.exit(failed.get() == 0 ? 0 : 1);
     }
 }

@@ -24,6 +24,7 @@ import org.apache.rocketmq.store.config.FlushDiskType;
 import org.apache.rocketmq.store.RocksDBMessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
+import rmqbench.BenchResult;
 
 /**
  * Apache RocketMQ's own store engine (DefaultMessageStore from the released rocketmq-store
@@ -181,7 +182,7 @@ public final class StoreBench {
                 }
             }
             long nanos = System.nanoTime() - t0;
-            out = BenchJson.throughput(count, count * (long) size, nanos, null);
+            out = BenchResult.figures(count, count * (long) size, nanos, null, 0);
             out.put("commitlog_bytes", store.getMaxPhyOffset());
             out.put("peak_rss_mb", statusMb("VmHWM:"));
             store.shutdown();
@@ -236,7 +237,7 @@ public final class StoreBench {
         } else {
             throw new IllegalArgumentException("unknown mode " + mode);
         }
-        BenchJson.print(out);
+        BenchResult.print(out);
         System.exit(0);
     }
 }

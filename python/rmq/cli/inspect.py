@@ -12,7 +12,6 @@ import argparse
 import datetime
 import json
 import struct
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +37,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "segments by state (when the store has a tier), and the first records of each "
         "queue.",
     )
-    parser.add_argument("path", type=Path)
+    parser.add_argument("path", type=store_directory_path)
     parser.add_argument(
         "--records", type=int, default=3, help="records to show per queue (default: 3)"
     )
     parser.add_argument("--topic", help="only this topic")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(func=run)
+
+
+def store_directory_path(text: str) -> Path:
+    """The PATH argument of inspect, verify, rebuild and tier: an existing directory, a
+    store's or a broker data directory's (argparse reports anything else, exit 2)."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is not a directory")
+    return path
 
 
 def store_directories(path: Path) -> list[Path]:
@@ -240,9 +248,6 @@ def print_text(report: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.path.is_dir():
-        print(f"rmq inspect: {args.path} is not a directory", file=sys.stderr)
-        return 2
     reports = [describe(root, args.records, args.topic) for root in store_directories(args.path)]
     if args.json:
         print(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-from rmq.cli.inspect import store_directories
+from rmq.cli.inspect import store_directories, store_directory_path
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "commit log again. The store must not be open elsewhere (stop `rmq serve` first). "
         "Exits 0 on success, 1 when a store could not be rebuilt.",
     )
-    parser.add_argument("path", type=Path)
+    parser.add_argument("path", type=store_directory_path)
     parser.set_defaults(func=run)
 
 
@@ -28,9 +27,6 @@ def run(args: argparse.Namespace) -> int:
     import rmq
     from rmq.errors import RmqError
 
-    if not args.path.is_dir():
-        print(f"rmq rebuild: {args.path} is not a directory", file=sys.stderr)
-        return 2
     worst = 0
     for root in store_directories(args.path):
         started = time.monotonic()

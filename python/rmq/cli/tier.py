@@ -19,7 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from rmq.cli.inspect import store_directories
+from rmq.cli.inspect import store_directories, store_directory_path
 from rmq.cli.tier_report import (
     STATES,
     describe_tier,
@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "process serving the store. Exits 0 when all is well, 1 when uploads are failing "
         "or a store cannot be opened, 2 when DIR is no directory.",
     )
-    status.add_argument("path", type=Path, metavar="DIR")
+    status.add_argument("path", type=store_directory_path, metavar="DIR")
     status.add_argument("--json", action="store_true", help="print one JSON document")
     status.add_argument("--segments", action="store_true", help="list every segment too")
     status.set_defaults(func=run_status)
@@ -68,17 +68,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "shard N under URL/shard-N, as `rmq serve --tier-url` does). Exits 0 when "
         "everything sealed is uploaded, 1 when an upload or a store failed.",
     )
-    upload.add_argument("path", type=Path, metavar="DIR")
+    upload.add_argument("path", type=store_directory_path, metavar="DIR")
     upload.add_argument("--tier-url", metavar="s3://BUCKET/PREFIX", help="give the store a tier")
     upload.add_argument("--tier-endpoint", metavar="URL", help="the S3-compatible server")
     upload.add_argument("--tier-region", metavar="REGION", help="the bucket's region")
     upload.add_argument("--no-progress", action="store_true", help="no progress bar")
     upload.set_defaults(func=run_upload)
-
-
-def _not_a_directory(command: str, path: Path) -> int:
-    print(f"rmq tier {command}: {path} is not a directory", file=sys.stderr)
-    return 2
 
 
 def _error_text(error: BaseException) -> str:
@@ -169,8 +164,6 @@ def _print_split(summary: dict[str, Any]) -> None:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    if not args.path.is_dir():
-        return _not_a_directory("status", args.path)
     reports = [store_report(root) for root in store_directories(args.path)]
     total = totals(reports)
     if args.json:
@@ -271,8 +264,6 @@ def _upload_store(store: Any, name: str, progress: bool) -> tuple[int, int, floa
 def run_upload(args: argparse.Namespace) -> int:
     from rmq.errors import StoreLockedError
 
-    if not args.path.is_dir():
-        return _not_a_directory("upload", args.path)
     roots = store_directories(args.path)
     broker = roots != [args.path]
     worst = 0

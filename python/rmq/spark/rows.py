@@ -9,10 +9,11 @@ list of them into one batch, building only the columns the schema asks for.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from rmq._rmqcore import Message, ReceivedMessage
 from rmq.spark.arrow import ARROW_SCHEMA
 
 __all__ = ["QueueMessage", "messages_to_batch"]
@@ -20,41 +21,8 @@ __all__ = ["QueueMessage", "messages_to_batch"]
 _MILLIS = pa.timestamp("ms", tz="UTC")
 
 
-class QueueMessage(Protocol):
-    """What ``rmq.Message`` and ``rmq.client.ReceivedMessage`` both have."""
-
-    @property
-    def topic(self) -> str: ...
-    @property
-    def queue_id(self) -> int: ...
-    @property
-    def queue_offset(self) -> int: ...
-    @property
-    def commitlog_offset(self) -> int: ...
-    @property
-    def msg_id(self) -> str: ...
-    @property
-    def tags(self) -> str | None: ...
-    @property
-    def keys(self) -> Sequence[str]: ...
-    @property
-    def properties(self) -> dict[str, str]: ...
-    @property
-    def body(self) -> bytes: ...
-    @property
-    def born_timestamp(self) -> int: ...
-    @property
-    def store_timestamp(self) -> int: ...
-    @property
-    def born_host(self) -> str: ...
-    @property
-    def store_host(self) -> str: ...
-    @property
-    def sys_flag(self) -> int: ...
-    @property
-    def flag(self) -> int: ...
-    @property
-    def reconsume_times(self) -> int: ...
+QueueMessage = Message | ReceivedMessage
+"""What ``rmq.Message`` and ``rmq.client.ReceivedMessage`` both are."""
 
 
 def _values(name: str) -> Callable[[Sequence[QueueMessage]], list[Any]]:

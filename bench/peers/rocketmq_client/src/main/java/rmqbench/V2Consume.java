@@ -113,7 +113,7 @@ final class V2Consume {
         long nanos = (complete ? end.get() : System.nanoTime()) - t0;
         long got = complete ? count : answered.get();
         int n = Math.min(receives.get(), lat.length);
-        Map<String, Object> out = V2Common.figures(got, got * size, nanos, lat, n);
+        Map<String, Object> out = BenchResult.figures(got, got * size, nanos, lat, n);
         out.put("receives", n);
         out.put("ack_failed", ackFailed.get());
         out.put("receive_failed", receiveFailed.get());

@@ -45,7 +45,7 @@ public final class V2Load {
                     Integer.parseInt(a[8]));
                 default -> throw new IllegalArgumentException("unknown command " + a[0]);
             }
-            V2Common.print(out);
+            BenchResult.print(out);
             return true;
         } catch (Throwable t) {
             t.printStackTrace();

@@ -59,7 +59,7 @@ final class V2Produce {
                 throw new IllegalStateException("sends still unanswered after 10 minutes");
             }
             long nanos = System.nanoTime() - t0;
-            Map<String, Object> out = V2Common.figures(count, count * size, nanos, lat, lat.length);
+            Map<String, Object> out = BenchResult.figures(count, count * size, nanos, lat, lat.length);
             out.put("failed", failed.get());
             // Where the sending thread's time went: in sendAsync itself, or waiting for
             // the window (the broker's answers); the rest is building messages.

@@ -6,7 +6,9 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Set;
+import java.util.function.BiFunction;
 import rmq.cli.Options;
 
 /**
@@ -38,6 +40,16 @@ public final class Main {
         "  mq.consoleAppender.enabled (default true: to stderr), rocketmq.log.root (the",
         "  directory of its rocketmq-client.log, default java.io.tmpdir)");
 
+    /** A command's options (flags, and those taking a value) and how to make it. */
+    private record Spec(Set<String> flags, Set<String> values, BiFunction<Clients, Options, Command> command) {
+    }
+
+    private static final Map<String, Spec> COMMANDS = Map.of(
+        "produce", new Spec(Produce.FLAGS, Produce.VALUES, Produce::new),
+        "simple-consume", new Spec(SimpleConsume.FLAGS, SimpleConsume.VALUES, SimpleConsume::new),
+        "push-consume", new Spec(PushConsume.FLAGS, PushConsume.VALUES, PushConsume::new),
+        "redeliver", new Spec(Redeliver.FLAGS, Redeliver.VALUES, Redeliver::new));
+
     private Main() {
     }
 
@@ -68,27 +80,12 @@ public final class Main {
         if (args.length == 0) {
             throw new Options.UsageException("missing command");
         }
-        String[] rest = Arrays.copyOfRange(args, 1, args.length);
-        switch (args[0]) {
-            case "produce": {
-                Options options = options(rest, Produce.FLAGS, Produce.VALUES);
-                return new Produce(new Clients(options), options).run(out);
-            }
-            case "simple-consume": {
-                Options options = options(rest, SimpleConsume.FLAGS, SimpleConsume.VALUES);
-                return new SimpleConsume(new Clients(options), options).run(out);
-            }
-            case "push-consume": {
-                Options options = options(rest, PushConsume.FLAGS, PushConsume.VALUES);
-                return new PushConsume(new Clients(options), options).run(out);
-            }
-            case "redeliver": {
-                Options options = options(rest, Redeliver.FLAGS, Redeliver.VALUES);
-                return new Redeliver(new Clients(options), options).run(out);
-            }
-            default:
-                throw new Options.UsageException("unknown command " + args[0]);
+        Spec spec = COMMANDS.get(args[0]);
+        if (spec == null) {
+            throw new Options.UsageException("unknown command " + args[0]);
         }
+        Options options = options(Arrays.copyOfRange(args, 1, args.length), spec.flags(), spec.values());
+        return spec.command().apply(new Clients(options), options).run(out);
     }
 
     private static Options options(String[] args, Set<String> flags, Set<String> values) {

@@ -19,19 +19,16 @@ import rmq.cli.Options;
  * {@code produce}: sends {@code --count} messages with bodies {@code PREFIX-i}, one at a
  * time or all at once with {@code --async}, and prints each receipt in send order.
  */
-final class Produce {
+final class Produce extends Command {
     static final Set<String> FLAGS = Set.of("async");
     static final Set<String> VALUES = Set.of(
         "count", "tag", "keys", "message-group", "property", "body-prefix", "size");
 
-    private final Clients clients;
-    private final Options options;
-
     Produce(Clients clients, Options options) {
-        this.clients = clients;
-        this.options = options;
+        super(clients, options);
     }
 
+    @Override
     int run(Json out) throws Exception {
         int count = options.intValue("count", 1);
         boolean async = options.flag("async");

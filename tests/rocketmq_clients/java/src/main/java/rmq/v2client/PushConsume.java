@@ -20,21 +20,18 @@ import rmq.cli.Options;
  * successful consumptions or {@code --max-seconds}, then allows a second for the acks and
  * up to {@code --close-seconds} (default 3) for closing the consumer.
  */
-final class PushConsume {
+final class PushConsume extends Command {
     static final Set<String> FLAGS = Set.of();
     static final Set<String> VALUES = Set.of(
         "group", "count", "max-seconds", "fail-first", "tag-filter", "close-seconds");
 
     private static final long ACK_GRACE_MS = 1000;
 
-    private final Clients clients;
-    private final Options options;
-
     PushConsume(Clients clients, Options options) {
-        this.clients = clients;
-        this.options = options;
+        super(clients, options);
     }
 
+    @Override
     int run(Json out) throws Exception {
         int count = options.intValue("count", 1);
         int failFirst = options.intValue("fail-first", 0);

@@ -14,19 +14,16 @@ import rmq.cli.Options;
  * Prints both deliveries ({@code "delivery": 1} and {@code 2}); messages other than the
  * first that arrive meanwhile are printed with {@code "delivery": "other"} and left unacked.
  */
-final class Redeliver {
+final class Redeliver extends Command {
     static final Set<String> FLAGS = Set.of();
     static final Set<String> VALUES = Set.of(
         "group", "invisible-seconds", "max-seconds", "tag-filter", "await-seconds");
 
-    private final Clients clients;
-    private final Options options;
-
     Redeliver(Clients clients, Options options) {
-        this.clients = clients;
-        this.options = options;
+        super(clients, options);
     }
 
+    @Override
     int run(Json out) throws Exception {
         int invisibleSeconds = options.intValue("invisible-seconds", 5);
         Duration invisible = Duration.ofSeconds(invisibleSeconds);

@@ -13,21 +13,18 @@ import rmq.cli.Options;
  * {@code --count} messages or {@code --max-seconds} have passed, printing and acking each
  * (unless {@code --no-ack}).
  */
-final class SimpleConsume {
+final class SimpleConsume extends Command {
     static final Set<String> FLAGS = Set.of("no-ack");
     static final Set<String> VALUES = Set.of(
         "group", "count", "invisible-seconds", "max-seconds", "tag-filter", "await-seconds");
 
     private static final int BATCH = 16;
 
-    private final Clients clients;
-    private final Options options;
-
     SimpleConsume(Clients clients, Options options) {
-        this.clients = clients;
-        this.options = options;
+        super(clients, options);
     }
 
+    @Override
     int run(Json out) throws Exception {
         int count = options.intValue("count", 1);
         Duration invisible = Duration.ofSeconds(options.intValue("invisible-seconds", 30));
