@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from rmq.client import Client
@@ -24,17 +25,37 @@ from tests.support.native_requests import native_requests
 from tests.support.rocketmq_java import JavaClient, build_harness
 
 COUNT = 20
+QUEUES = 4
 REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class TlsBroker:
+    broker: LocalBroker
+    cert: Path
+    topic: str
+
+    def stored(self) -> int:
+        """How many messages the topic's queues hold."""
+        with Client(self.broker.endpoint, tls_root_cert=self.cert) as client:
+            return sum(client.queue_offsets(self.topic, q)[1] for q in range(QUEUES))
+
+
+def tls_broker(brokers: Brokers, tmp_path: Path, topic_prefix: str) -> TlsBroker:
+    """A two-shard broker serving only TLS, with a new topic of QUEUES queues."""
+    cert, key = self_signed_certificate(tmp_path, "broker")
+    broker = brokers.start(shards=2, args=["--tls-cert", str(cert), "--tls-key", str(key)])
+    topic = f"{topic_prefix}-{uuid.uuid4().hex[:8]}"
+    with Client(broker.endpoint, tls_root_cert=cert) as client:
+        client.create_topic(topic, queues=QUEUES)
+    return TlsBroker(broker, cert, topic)
 
 
 def test_the_official_python_client_sends_and_receives_over_tls(
     brokers: Brokers, tmp_path: Path
 ) -> None:
-    cert, key = self_signed_certificate(tmp_path, "broker")
-    broker = brokers.start(shards=2, args=["--tls-cert", str(cert), "--tls-key", str(key)])
-    topic, group = f"tls-{uuid.uuid4().hex[:8]}", "tls-group"
-    with Client(broker.endpoint, tls_root_cert=cert) as client:
-        client.create_topic(topic, queues=4)
+    served = tls_broker(brokers, tmp_path, "tls")
+    broker, cert, topic, group = served.broker, served.cert, served.topic, "tls-group"
     env = {**os.environ, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(cert)}
     run = subprocess.run(
         [sys.executable, "-m", "tests.support.rocketmq_python_tls",
@@ -51,11 +72,8 @@ def test_the_official_python_client_sends_and_receives_over_tls(
 def test_the_official_java_client_sends_and_receives_over_tls(
     brokers: Brokers, tmp_path: Path
 ) -> None:
-    cert, key = self_signed_certificate(tmp_path, "broker")
-    broker = brokers.start(shards=2, args=["--tls-cert", str(cert), "--tls-key", str(key)])
-    topic, group = f"tls-java-{uuid.uuid4().hex[:8]}", "tls-java-group"
-    with Client(broker.endpoint, tls_root_cert=cert) as client:
-        client.create_topic(topic, queues=4)
+    served = tls_broker(brokers, tmp_path, "tls-java")
+    broker, topic, group = served.broker, served.topic, "tls-java-group"
     java = JavaClient(build_harness(), broker.rocketmq_endpoint, tmp_path / "java", tls=True)
     java.produce(topic, COUNT // 2, body_prefix="sync")
     java.produce(topic, COUNT // 2, async_send=True, body_prefix="async")
@@ -67,9 +85,7 @@ def test_the_official_java_client_sends_and_receives_over_tls(
     plain = JavaClient(build_harness(), broker.rocketmq_endpoint, tmp_path / "plain")
     refused = plain.produce(topic, 1, body_prefix="plain", timeout=30, check=False)
     assert refused.returncode != 0, refused.describe()
-    with Client(broker.endpoint, tls_root_cert=cert) as client:
-        stored = sum(client.queue_offsets(topic, queue)[1] for queue in range(4))
-    assert stored == COUNT
+    assert served.stored() == COUNT
 
 
 def assert_answered_natively(broker: LocalBroker) -> None:
