@@ -151,3 +151,100 @@ pub fn encode_send_response(results: &[PutResult], sequence: u64) -> Vec<u8> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, value: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_bytes_field(&mut out, 1, name.as_bytes());
+        put_bytes_field(&mut out, 2, value.as_bytes());
+        out
+    }
+
+    fn request(messages: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_bytes_field(&mut out, request::TOPIC, b"orders");
+        put_tag(&mut out, request::QUEUE_ID, WIRE_VARINT);
+        put_varint(&mut out, 3);
+        for message in messages {
+            put_bytes_field(&mut out, request::MESSAGES, message);
+        }
+        put_tag(&mut out, request::SEQUENCE, WIRE_VARINT);
+        put_varint(&mut out, 9);
+        out
+    }
+
+    #[test]
+    fn drafts_borrow_the_request_and_keep_each_field() {
+        let mut first = Vec::new();
+        put_bytes_field(&mut first, message::BODY, b"hello");
+        put_bytes_field(&mut first, message::TAGS, b"TagA");
+        put_bytes_field(&mut first, message::KEYS, b"k1");
+        put_bytes_field(&mut first, message::KEYS, b"k2");
+        put_bytes_field(&mut first, message::PROPERTIES, &entry("a", "1"));
+        put_bytes_field(&mut first, message::PROPERTIES, &entry("b", "2"));
+        put_bytes_field(&mut first, message::PROPERTIES, &entry("a", "3"));
+        put_tag(&mut first, message::FLAG, WIRE_VARINT);
+        put_varint(&mut first, 4);
+        put_tag(&mut first, message::BORN_TIMESTAMP, WIRE_VARINT);
+        put_varint(&mut first, 1_700_000_000_000);
+        let mut second = Vec::new();
+        put_bytes_field(&mut second, message::BODY, b"");
+        put_tag(&mut second, message::BORN_TIMESTAMP, WIRE_VARINT);
+        put_varint(&mut second, 0);
+        let raw = request(&[first, second]);
+
+        let (topic, queue_id, sequence, drafts) = decode_request(&raw).unwrap();
+        assert_eq!(
+            (topic, queue_id, sequence, drafts.len()),
+            ("orders", 3, 9, 2)
+        );
+        let [one, two] = &drafts[..] else {
+            unreachable!()
+        };
+        let within = |bytes: &[u8]| raw.as_ptr_range().contains(&bytes.as_ptr());
+        assert_eq!(one.body, b"hello");
+        assert!(within(one.body), "the body is a slice of the request");
+        assert!(matches!(one.tags, Some(Cow::Borrowed("TagA"))));
+        assert!(matches!(
+            one.keys[..],
+            [Cow::Borrowed("k1"), Cow::Borrowed("k2")]
+        ));
+        assert!(within(one.keys[0].as_bytes()));
+        // A name given twice keeps its last value at its first place.
+        let properties = [
+            ("a".to_owned(), "3".to_owned()),
+            ("b".to_owned(), "2".to_owned()),
+        ];
+        assert_eq!(one.properties, properties);
+        assert_eq!(
+            (one.flag, one.born_timestamp, one.born_host),
+            (4, Some(1_700_000_000_000), None)
+        );
+        // A born timestamp of 0 is "not given".
+        assert_eq!(
+            (two.body, two.born_timestamp, two.tags.is_none()),
+            (&b""[..], None, true)
+        );
+    }
+
+    #[test]
+    fn malformed_requests_say_why() {
+        let mut bad_utf8 = Vec::new();
+        put_bytes_field(&mut bad_utf8, message::TAGS, &[0xff, 0xfe]);
+        assert_eq!(decode_request(&request(&[bad_utf8])).err(), Some(NOT_UTF8));
+        let mut wrong_type = Vec::new();
+        put_tag(&mut wrong_type, message::BODY, WIRE_VARINT);
+        put_varint(&mut wrong_type, 1);
+        assert_eq!(
+            decode_request(&request(&[wrong_type])).err(),
+            Some(WRONG_WIRE_TYPE)
+        );
+        assert_eq!(
+            decode_request(&[0x0a, 0x05, b'a']).err(),
+            Some(NOT_PROTOBUF)
+        );
+    }
+}
