@@ -124,3 +124,42 @@ def test_wrong_types_raise_type_error_and_add_nothing(arguments: dict[str, objec
     with pytest.raises(TypeError):
         producer.send("t", queue_id=0, **arguments)  # type: ignore[arg-type]
     assert producer.pending == 0 and producer._open_batch("t", 0) is None
+
+
+class _KeysThatSend(Sequence[str]):
+    """Keys whose reading sends another message on the same thread: Python runs inside
+    ``send``, as a signal handler may."""
+
+    def __init__(self, producer: ProducerCore) -> None:
+        self._producer = producer
+        self._keys = ["outer-key"]
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]  # one index, no slices
+        return self._keys[index]
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        self._producer.send("t", b"inner" * 40, tags="in", keys=["inner-key"], queue_id=0)
+        return iter(self._keys)
+
+
+def test_a_send_made_inside_a_send_is_encoded_whole_and_first() -> None:
+    # Each thread encodes its messages in one reused buffer: a send that runs while
+    # another is being made must neither lose its bytes nor mix them with the outer one.
+    producer = _KeepingProducer()
+    producer.send("t", b"before", queue_id=0)
+    producer.send("t", b"outer" * 50, tags="out", keys=_KeysThatSend(producer), queue_id=0)
+    producer.send("t", b"after", keys=["after-key"], queue_id=0)
+    expected = _expected(
+        "t",
+        0,
+        [
+            (b"before", None, None, None),
+            (b"inner" * 40, "in", ["inner-key"], None),
+            (b"outer" * 50, "out", ["outer-key"], None),
+            (b"after", None, ["after-key"], None),
+        ],
+    )
+    assert producer.kept("t", 0) == expected

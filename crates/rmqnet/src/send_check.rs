@@ -5,12 +5,12 @@
 //! names the broker's limits and the message's position for the client.
 
 use rmqcore::record::message_rules::check_message_fields;
+use rmqcore::MessageDraft;
 
-use crate::codec::send::MessageSpans;
 use crate::shard::Limits;
 use crate::status::Refusal;
 
-pub fn check_batch(messages: &[MessageSpans], limits: &Limits) -> Result<(), Refusal> {
+pub fn check_batch(messages: &[MessageDraft<'_>], limits: &Limits) -> Result<(), Refusal> {
     let invalid = |text: String| Err(Refusal::InvalidArgument(text));
     let count = messages.len();
     if count == 0 {
@@ -22,7 +22,7 @@ pub fn check_batch(messages: &[MessageSpans], limits: &Limits) -> Result<(), Ref
             limits.max_batch_messages
         ));
     }
-    let total: usize = messages.iter().map(body_length).sum();
+    let total: usize = messages.iter().map(|message| message.body.len()).sum();
     if total > limits.max_batch_bytes {
         return invalid(format!(
             "the batch bodies add up to {total} bytes, more than the limit of {}",
@@ -30,7 +30,7 @@ pub fn check_batch(messages: &[MessageSpans], limits: &Limits) -> Result<(), Ref
         ));
     }
     for (index, message) in messages.iter().enumerate() {
-        let length = body_length(message);
+        let length = message.body.len();
         if length > limits.max_body_bytes {
             return invalid(format!(
                 "message {index}: body is {length} bytes, more than the limit of {}",
@@ -39,7 +39,7 @@ pub fn check_batch(messages: &[MessageSpans], limits: &Limits) -> Result<(), Ref
         }
         let fields = check_message_fields(
             message.tags.as_deref(),
-            message.keys.iter().map(String::as_str),
+            message.keys.iter().map(AsRef::as_ref),
             message
                 .properties
                 .iter()
@@ -50,10 +50,6 @@ pub fn check_batch(messages: &[MessageSpans], limits: &Limits) -> Result<(), Ref
         }
     }
     Ok(())
-}
-
-fn body_length(message: &MessageSpans) -> usize {
-    message.body.1 - message.body.0
 }
 
 #[cfg(test)]
@@ -73,18 +69,17 @@ mod tests {
         }
     }
 
-    fn message(body: usize, tags: Option<&str>) -> MessageSpans {
-        MessageSpans {
-            body: (0, body),
-            tags: tags.map(str::to_owned),
-            keys: Vec::new(),
-            properties: Vec::new(),
-            flag: 0,
-            born_timestamp: 0,
+    const BODIES: [u8; 8] = [0; 8];
+
+    fn message(body: usize, tags: Option<&'static str>) -> MessageDraft<'static> {
+        MessageDraft {
+            body: &BODIES[..body],
+            tags: tags.map(std::borrow::Cow::Borrowed),
+            ..MessageDraft::default()
         }
     }
 
-    fn refusal(messages: &[MessageSpans]) -> String {
+    fn refusal(messages: &[MessageDraft<'_>]) -> String {
         let refused = check_batch(messages, &limits()).expect_err("refused");
         assert_eq!(refused.code(), 3);
         refused.message()

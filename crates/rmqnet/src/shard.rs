@@ -130,101 +130,72 @@ impl Shard {
     }
 
     /// A Send request decoded and checked, with the store of its queue; or why it is
-    /// refused. Nothing is stored before a request is accepted whole.
-    fn accept(&self, raw: &[u8]) -> Result<(DecodedRequest, Arc<Store>), Refusal> {
-        let decoded = decode_request(raw)
+    /// refused. Nothing is stored before a request is accepted whole. The drafts borrow
+    /// `raw` and name `peer` as their born host.
+    fn accept<'a>(
+        &self,
+        raw: &'a [u8],
+        peer: Option<SocketAddr>,
+    ) -> Result<(DecodedRequest<'a>, Arc<Store>), Refusal> {
+        let mut decoded = decode_request(raw)
             .map_err(|reason| Refusal::Malformed(format!("malformed SendRequest: {reason}")))?;
-        let (topic, queue_id, _, messages) = &decoded;
+        let (topic, queue_id, _, messages) = &mut decoded;
         let (_, store) = self.locate(topic, *queue_id)?;
         check_batch(messages, &self.limits)?;
+        for draft in messages.iter_mut() {
+            draft.born_host = peer;
+        }
         Ok((decoded, store))
     }
 
     /// One `SendRequest` decoded, checked and stored, on the calling thread (it may wait
     /// for a flush): the encoded `SendResponse`, or why not. The one send function of the
-    /// shard: `Send` and `SendBatches` call it through `send`/`send_batches`, and the
-    /// Python server's `SendStream` through the binding.
+    /// shard: `Send` and `SendBatches` call it on the blocking pool, and the Python
+    /// server's `SendStream` through the binding.
     pub fn store_request(&self, raw: &[u8], peer: Option<SocketAddr>) -> Result<Vec<u8>, Refusal> {
-        let (decoded, store) = self.accept(raw)?;
-        let response = store_decoded(&store, raw, &decoded, peer)?;
-        self.signals.notify(&decoded.0, decoded.1);
-        Ok(response)
+        let ((topic, queue_id, sequence, drafts), store) = self.accept(raw, peer)?;
+        let results = store.put_batch(topic, queue_id, &drafts)?;
+        self.signals.notify(topic, queue_id);
+        Ok(encode_send_response(&results, sequence))
     }
 
-    pub async fn send(&self, raw: Bytes, peer: SocketAddr) -> Response<Body> {
-        let (decoded, store) = match self.accept(&raw) {
-            Ok(accepted) => accepted,
-            Err(refusal) => return refused(&refusal),
-        };
-        let stored = tokio::task::spawn_blocking(move || {
-            let response = store_decoded(&store, &raw, &decoded, Some(peer));
-            (decoded.0, decoded.1, response)
-        })
-        .await;
+    /// The request is decoded, checked and stored on the blocking pool: its drafts
+    /// borrow the request's bytes, and the put may wait for a flush.
+    pub async fn send(self: &Arc<Self>, raw: Bytes, peer: SocketAddr) -> Response<Body> {
+        let shard = Arc::clone(self);
+        let stored =
+            tokio::task::spawn_blocking(move || shard.store_request(&raw, Some(peer))).await;
         match stored {
-            Ok((topic, queue_id, Ok(response))) => {
-                self.signals.notify(&topic, queue_id);
-                grpc::ok(&response)
-            }
-            Ok((_, _, Err(refusal))) => refused(&refusal),
+            Ok(Ok(response)) => grpc::ok(&response),
+            Ok(Err(refusal)) => refused(&refusal),
             Err(panic) => grpc::status(grpc::INTERNAL, &panic.to_string()),
         }
     }
 
     /// Each batch of a `SendBatchesRequest` answered on its own: stored, or refused with
     /// its status (the others are stored all the same).
-    pub async fn send_batches(&self, raw: Bytes, peer: SocketAddr) -> Response<Body> {
-        let Some(parts) = batches::split(&raw) else {
-            let malformed = "malformed SendBatchesRequest".to_owned();
-            return refused(&Refusal::Malformed(malformed));
-        };
-        let checked: Vec<_> = parts
-            .into_iter()
-            .map(|part| {
-                let start = part.as_ptr() as usize - raw.as_ptr() as usize;
-                let part = raw.slice(start..start + part.len());
-                let accepted = self.accept(&part);
-                (part, accepted)
-            })
-            .collect();
+    pub async fn send_batches(self: &Arc<Self>, raw: Bytes, peer: SocketAddr) -> Response<Body> {
+        let shard = Arc::clone(self);
         let stored = tokio::task::spawn_blocking(move || {
-            checked
+            let parts = batches::split(&raw)?;
+            let answers = parts
                 .into_iter()
-                .map(|(part, accepted)| {
-                    let (decoded, store) = match accepted {
-                        Ok(accepted) => accepted,
-                        Err(refusal) => return (None, refused_answer(&part, &refusal)),
-                    };
-                    let answer = match store_decoded(&store, &part, &decoded, Some(peer)) {
-                        Ok(response) => batches::stored_answer(&response).unwrap_or_default(),
-                        Err(refusal) => refused_answer(&part, &refusal),
-                    };
-                    (Some((decoded.0, decoded.1)), answer)
+                .map(|part| match shard.store_request(part, Some(peer)) {
+                    Ok(response) => batches::stored_answer(&response).unwrap_or_default(),
+                    Err(refusal) => refused_answer(part, &refusal),
                 })
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>();
+            Some(answers)
         })
         .await;
-        let Ok(stored) = stored else {
-            return grpc::status(grpc::INTERNAL, "a send failed unexpectedly");
-        };
-        for (topic, queue_id) in stored.iter().filter_map(|(queue, _)| queue.as_ref()) {
-            self.signals.notify(topic, *queue_id);
+        match stored {
+            Ok(Some(answers)) => grpc::ok(&batches::response(answers.iter().map(Vec::as_slice))),
+            Ok(None) => refused(&Refusal::Malformed(
+                "malformed SendBatchesRequest".to_owned(),
+            )),
+            Err(_) => grpc::status(grpc::INTERNAL, "a send failed unexpectedly"),
         }
-        let response = batches::response(stored.iter().map(|(_, answer)| answer.as_slice()));
-        grpc::ok(&response)
     }
-}
-
-/// A decoded request stored; its encoded `SendResponse`.
-fn store_decoded(
-    store: &Store,
-    raw: &[u8],
-    (topic, queue_id, sequence, messages): &DecodedRequest,
-    peer: Option<SocketAddr>,
-) -> Result<Vec<u8>, Refusal> {
-    let drafts: Vec<_> = messages.iter().map(|m| m.draft(raw, peer)).collect();
-    let results = store.put_batch(topic, *queue_id, &drafts)?;
-    Ok(encode_send_response(&results, *sequence))
 }
 
 /// The answer of a refused batch, with the sequence of its request when it has one.

@@ -1,10 +1,11 @@
 //! `ProducerCore.send`, the one call per message: the queue choice (from the routes
-//! pushed in; a sharding key's CRC or round robin), the message's encoding before the
-//! core's lock is taken (reading its keys and properties runs Python), the wait for room
-//! when the buffer limits are reached, then its place in the queue's open batch. A batch
+//! pushed in; a sharding key's CRC or round robin), its keys and properties read before
+//! the core's lock is taken (reading them runs Python), the wait for room when the
+//! buffer limits are reached, then its encoding into the queue's open batch. A batch
 //! that this message fills is sent from here rather than left to the sender thread: a
 //! hand-off between threads costs more than the send.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -20,6 +21,12 @@ use super::{lock, PyProducerCore};
 
 /// Bytes counted per message besides its body (keys, tags, framing), for the limits.
 const MESSAGE_OVERHEAD: usize = 64;
+
+thread_local! {
+    /// A message's encoding, reused by every send on its thread: the push copies it into
+    /// its batch at once, so a buffer per message would only be allocated and freed.
+    static ENCODED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
 
 impl PyProducerCore {
     /// The queue for a message, or the error that kept the topic's route from being
@@ -115,7 +122,7 @@ impl PyProducerCore {
                 return PySendFuture::create(py, failed, 0);
             }
         };
-        // Encoded before taking the lock: reading `keys` and `properties` runs Python.
+        // Read before taking the lock: reading `keys` and `properties` runs Python.
         let key_objects = match keys {
             Some(keys) if keys.is_instance_of::<PyString>() => {
                 vec![keys.cast::<PyString>()?.clone()]
@@ -128,14 +135,6 @@ impl PyProducerCore {
             .map(|key| key.to_str())
             .collect::<PyResult<Vec<&str>>>()?;
         let entries = properties.map(property_entries).transpose()?;
-        let mut encoded = Vec::with_capacity(body.len() + 64);
-        put_message(
-            &mut encoded,
-            body,
-            tags,
-            &key_strs,
-            entries.as_deref().unwrap_or_default(),
-        );
         let size = body.len() + MESSAGE_OVERHEAD;
         if self.core.lock().must_wait(size) {
             // Lingering batches leave at once while a send waits for room (as for a
@@ -145,10 +144,25 @@ impl PyProducerCore {
             self.core.lock().flushing -= 1;
             waited?;
         }
+        // From here to the push nothing runs Python (the wait above may, through a signal
+        // handler that sends), so this thread's encoding buffer is free.
         let key = (topic.to_owned(), queue);
-        let pushed = self
-            .core
-            .push(&key, &encoded, size, || self.new_outcome(py, topic, queue));
+        let push = |encoded: &mut Vec<u8>| {
+            encoded.clear();
+            put_message(
+                encoded,
+                body,
+                tags,
+                &key_strs,
+                entries.as_deref().unwrap_or_default(),
+            );
+            self.core
+                .push(&key, encoded, size, || self.new_outcome(py, topic, queue))
+        };
+        let pushed = ENCODED.with(|buffer| match buffer.try_borrow_mut() {
+            Ok(mut encoded) => push(&mut encoded),
+            Err(_) => push(&mut Vec::with_capacity(body.len() + 64)),
+        });
         let future = PySendFuture::create(py, Arc::clone(&pushed.outcome), pushed.index)?;
         if let Some(batch) = pushed.ready {
             self.dispatch(batch);

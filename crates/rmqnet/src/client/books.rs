@@ -199,7 +199,15 @@ impl<O: Clone> Core<O> {
         let mut guard = self.lock();
         let limits = guard.limits;
         let state = &mut *guard;
-        let batches = state.waiting.entry(key.clone()).or_default();
+        // The queue's entry is nearly always there already: looked up, not made from a
+        // copy of the key for each message.
+        if !state.waiting.contains_key(key) {
+            state.waiting.insert(key.clone(), VecDeque::new());
+        }
+        let batches = state
+            .waiting
+            .get_mut(key)
+            .expect("the queue's entry was just made");
         if !batches
             .back()
             .is_some_and(|batch| !limits.full(batch, size))
