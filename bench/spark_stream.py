@@ -11,6 +11,13 @@ with a new checkpoint, ``maxOffsetsPerTrigger`` = N / ``BATCHES`` and
 ``Trigger.AvailableNow``, so the query ends when it has read the N messages in about
 ``BATCHES`` micro-batches.
 
+Like with like: both queries get the same explicit options (``startingOffsets``,
+``maxOffsetsPerTrigger``, the trigger) and every other option at its default, so each
+source plans its micro-batches as a user gets: Kafka's one Spark partition per topic
+partition (8 tasks a micro-batch) and ~N / ``BATCHES`` / ``QUEUES`` offsets per partition
+(its rounding gives one micro-batch more), rmq's partitions of ``minRowsPerPartition``
+(10,000: 2 tasks a micro-batch of the quick size).
+
 Figures: rows/s over the query's whole life (``start()`` to its end: planning, offsets,
 every micro-batch and its commit), and the micro-batches' durations
 (``durationMs.triggerExecution`` of ``query.recentProgress``).

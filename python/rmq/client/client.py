@@ -14,7 +14,7 @@ from rmq.client.consumer import Consumer
 from rmq.client.credentials import Credentials
 from rmq.client.messages import QueueInfo, ShardProcessInfo, TopicRoute
 from rmq.client.producer import Producer
-from rmq.client.status import RETRYABLE
+from rmq.client.status import is_retryable
 from rmq.client.transport import method_path, open_transport
 from rmq.errors import BrokerError, BrokerNotFoundError
 from rmq.proto.v1 import broker_pb2 as pb
@@ -85,7 +85,7 @@ class Client:
                     endpoint, method, request, timeout=timeout or self.timeout, what=what
                 )
             except BrokerError as error:
-                if error.code not in RETRYABLE or time.monotonic() + pause > deadline:
+                if not is_retryable(error.code) or time.monotonic() + pause > deadline:
                     raise
             time.sleep(pause)
             pause = min(pause * 2, 1.0)

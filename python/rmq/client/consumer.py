@@ -29,7 +29,7 @@ from typing import Literal
 from rmq import errors
 from rmq._rmqcore import PendingCall, ReceivedMessage, decode_pull_response
 from rmq.client.connection import Connection
-from rmq.client.status import RETRYABLE, from_status
+from rmq.client.status import from_status, is_retryable
 from rmq.client.transport import method_path
 from rmq.errors import BrokerDataLossError, BrokerError, BrokerOutOfRangeError
 from rmq.proto.v1 import broker_pb2 as pb
@@ -255,7 +255,7 @@ class Consumer:
                     state.reset_from = offset
                 elif isinstance(failure, BrokerDataLossError) and state.fetch == offset:
                     self._damaged(state, offset, failure)
-                elif failure.code in RETRYABLE:
+                elif is_retryable(failure.code):
                     self._pause(state, failure)
                 else:
                     self._errors.append(failure)

@@ -22,7 +22,7 @@ from rmq import errors
 from rmq._rmqcore import ProducerCore, SendFuture
 from rmq.client.connection import Connection
 from rmq.client.messages import SendResult
-from rmq.client.status import RETRYABLE
+from rmq.client.status import is_retryable
 from rmq.errors import BrokerError
 
 
@@ -137,7 +137,7 @@ class Producer(ProducerCore):
                 try:
                     route = self._client.route(topic, refresh=True)
                 except Exception as error:
-                    retryable = isinstance(error, BrokerError) and error.code in RETRYABLE
+                    retryable = isinstance(error, BrokerError) and is_retryable(error.code)
                     self._route_failed(topic, error, retryable)
                 else:
                     self._set_route(topic, [queue.endpoint for queue in route.queues])

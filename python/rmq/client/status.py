@@ -4,20 +4,27 @@ The classes live in :mod:`rmq.errors`; the table that picks one for a status cod
 binding's (``rmq._rmqcore.broker_error``, crates/rmqcore-py/src/errors.rs), which the
 client's transport and the producer's refused batches go through. This applies it to an
 error answered inside a response or by a started call (:func:`from_status`), and says which
-codes are worth another try (:data:`RETRYABLE`, the producer core's list).
+codes are worth another try (:func:`is_retryable`, the producer core's list).
+
+grpc is not imported here: a client that only reads offsets (the Spark source's driver,
+which Spark starts in a fresh Python process for every streaming query) should not pay
+for loading it; an error's ``code`` loads it when read.
 """
 
 from __future__ import annotations
 
-# Only for the StatusCode enum, the type of BrokerError.code; the calls themselves go
-# through rmq._rmqcore.Transport.
-import grpc
+from typing import TYPE_CHECKING
 
 from rmq._rmqcore import RETRYABLE_STATUS_CODES, broker_error
 from rmq.errors import BrokerError
 
-# Worth another try after a pause (and a fresh route): the shard may be restarting.
-RETRYABLE = frozenset(code for code in grpc.StatusCode if code.value[0] in RETRYABLE_STATUS_CODES)
+if TYPE_CHECKING:
+    import grpc
+
+
+def is_retryable(code: grpc.StatusCode) -> bool:
+    """Worth another try after a pause (and a fresh route): the shard may be restarting."""
+    return code.value[0] in RETRYABLE_STATUS_CODES
 
 
 def from_status(code_value: int, message: str, what: str = "") -> BrokerError:

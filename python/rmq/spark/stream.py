@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -41,13 +41,14 @@ from rmq.spark.offsets import (
 )
 from rmq.spark.prefetch import read_ahead
 from rmq.spark.queue_read import RangeRead, data_loss_error
-from rmq.spark.rows import messages_to_batch
-from rmq.spark.store_queues import StoreQueues, read_store_range
 from rmq.spark.stream_options import EARLIEST, LATEST, StreamOptions
 
-__all__ = ["QueuePart", "RmqStreamReader", "StreamPart"]
+if TYPE_CHECKING:
+    from rmq.spark.store_queues import StoreQueues
 
-Queues = BrokerQueues | StoreQueues
+    Queues = BrokerQueues | StoreQueues
+
+__all__ = ["QueuePart", "RmqStreamReader", "StreamPart"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,10 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._queues: Queues | None = None
         # Where ``Trigger.AvailableNow`` stops (the latest offsets when it was asked).
         self._target: Offsets | None = None
+        # What the queues held when ``latestOffset`` last asked: Spark asks
+        # ``reportLatestOffset`` right after it, in the same micro-batch, so the answer
+        # is reused once instead of asking the broker a second time.
+        self._seen_latest: dict[str, Any] | None = None
         self.queues()  # an unreachable broker or an unknown topic fails the query now
 
     # ---- the driver's side ----
@@ -86,12 +91,18 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._queues = BrokerQueues(options.endpoint, options.topic, options.token)
             else:
                 assert options.path is not None
+                # Imported here: store directories bring the cluster's route table in,
+                # which a broker-reading query's driver (a fresh process per query) need
+                # not load.
+                from rmq.spark.store_queues import StoreQueues
+
                 self._queues = StoreQueues(options.path, options.topic)
         return self._queues
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_queues"] = None
+        state["_seen_latest"] = None
         return state
 
     def initialOffset(self) -> dict[str, Any]:
@@ -161,6 +172,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if offset < low and self.options.fail_on_data_loss:
                 raise data_loss_error(topic, queue, offset, low)
         latest = {queue: high for queue, (_, high) in bounds.items()}
+        self._seen_latest = offsets_to_json(topic, latest)
         if self._target is not None:
             target = self._target
             latest = {queue: min(high, target.get(queue, 0)) for queue, high in latest.items()}
@@ -180,6 +192,11 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(self.options.max_offsets_per_trigger)
 
     def reportLatestOffset(self) -> dict[str, Any]:
+        """What the queues hold (for the query's progress), as ``latestOffset`` just saw
+        it, or asked of the queues if it did not."""
+        seen, self._seen_latest = self._seen_latest, None
+        if seen is not None:
+            return seen
         bounds = self.queues().bounds()
         return offsets_to_json(self.options.topic, {q: high for q, (_, high) in bounds.items()})
 
@@ -197,8 +214,8 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         queues = self.queues()
         shards = queues.shard_names()
-        locations = queues.locations() if isinstance(queues, StoreQueues) else {}
         from_broker = isinstance(queues, BrokerQueues)
+        locations = {} if isinstance(queues, BrokerQueues) else queues.locations()
 
         def queue_part(queue_range: QueueRange) -> QueuePart:
             queue = queue_range.queue_id
@@ -247,5 +264,8 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for columns in pulled:
                     yield to_record_batch(columns, queue.shard, self.arrow_schema)
             else:
+                from rmq.spark.rows import messages_to_batch
+                from rmq.spark.store_queues import read_store_range
+
                 for messages in read_store_range(queue.location, tags, queue.read):
                     yield messages_to_batch(messages, queue.shard, self.arrow_schema)
