@@ -291,7 +291,8 @@ def build(ctx: Context) -> Benchmark:
             f"topics of {STREAM_QUEUES} queues (partitions); each round a streaming query "
             "reads them from the earliest offsets into Parquet with a new checkpoint "
             "(Trigger.AvailableNow, maxOffsetsPerTrigger = N/10; N/2 at size tiny). rows/s "
-            "over the query's life (start() to its end); micro-batch p50/p99 of recentProgress's "
+            "over the query's life (start() to its end); steady rows/s: the micro-batches after "
+            "the first over their own durations; micro-batch p50/p99 of recentProgress's "
             "durationMs.triggerExecution. 'all columns': each source's whole row; 'same "
             "columns': topic, queue/partition, offset, body, timestamp (rmq through "
             ".schema(...), Kafka through select). The first query of each source and case "
@@ -358,6 +359,7 @@ def build(ctx: Context) -> Benchmark:
             "rows_per_s": "rows/s",
             "seconds": "seconds",
             "gb_per_s": "GB/s",
+            "steady_rows_per_s": "steady rows/s",
             "batch_p50_ms": "batch p50 ms",
             "batch_p99_ms": "batch p99 ms",
             "batches": "batches",
