@@ -292,6 +292,9 @@ class PendingCall:
     @property
     def error(self) -> tuple[int, str] | None:
         """(status code, message) of a failed call; None when answered or not ended."""
+    @property
+    def resume_offset(self) -> int | None:
+        """For a failed pull that met a lost tier segment: the queue offset past it."""
     def cancel(self) -> None:
         """Drop the call: its callback will not run."""
 
@@ -978,9 +981,11 @@ def native_rocketmq_status_codes() -> dict[str, int]:
 def native_rocketmq_system_properties() -> list[str]:
     """The property names both v2 paths refuse as user properties."""
 
-def broker_error(code: int, message: str) -> BrokerError:
+def broker_error(code: int, message: str, resume_offset: int | None = None) -> BrokerError:
     """The client's exception for a broker's gRPC status ``code`` (as ``grpc.StatusCode``
-    numbers it) and ``message``: the one table of the client side."""
+    numbers it) and ``message``: the one table of the client side. ``resume_offset`` (a
+    pull that met a lost tier segment: the queue offset past it) becomes the exception's
+    attribute."""
 
 def native_status_codes() -> dict[str, int]:
     """The native data plane's status code for each ``rmq.errors`` engine class."""
