@@ -1,9 +1,9 @@
-"""A commit-log segment lost from the tier is skipped in one step (issue 19), against a
-real S3-compatible server (versitygw on loopback) and a real broker: the engine's error
-carries the first queue offset past the lost segment (``resume_offset``), the shard sends
-it beside its DATA_LOSS status, and a consumer with ``on_corrupt="skip"`` (and ``rmq
-consume``) goes on there at once instead of asking for the missing object once per record.
-Without skipping, the error names the lost object.
+"""A commit-log segment or queue file lost from the tier is skipped in one step (issue
+19), against a real S3-compatible server (versitygw on loopback) and a real broker: the
+engine's error carries the first queue offset past the lost object (``resume_offset``),
+the shard sends it beside its DATA_LOSS status, and a consumer with ``on_corrupt="skip"``
+(and ``rmq consume``) goes on there at once instead of asking for the missing object once
+per record. Without skipping, the error names the lost object.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_a_consumer_skips_a_lost_segment_in_one_step_and_gets_everything_after_i
         while len(got) < len(kept) and time.monotonic() < deadline:
             got.update((m.queue_id, m.queue_offset) for m in consumer.poll(1.0))
         assert got == kept
-        skips = [r for r in caplog.records if "lost tier segment" in r.getMessage()]
+        skips = [r for r in caplog.records if "lost from the tier" in r.getMessage()]
         assert len(skips) == QUEUES, [r.getMessage() for r in skips]
         assert consumer.corrupt_skipped == lost
         consumer.close()
@@ -121,5 +121,33 @@ def test_a_consumer_skips_a_lost_segment_in_one_step_and_gets_everything_after_i
         )  # fmt: skip
     assert result.stdout.count(b"\n") == len(kept)
     stderr = result.stderr.decode()
-    assert stderr.count("lost tier segment") == QUEUES, stderr
+    assert stderr.count("lost from the tier") == QUEUES, stderr
     assert f"skipped {lost} damaged records" in stderr, stderr
+
+
+def test_a_lost_queue_file_says_the_queue_goes_on_at_the_next_file(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    path = tmp_path / "store"
+    entries_per_file = 100
+    store = open_tiered_store(
+        path, aws_env, s3_bucket, local_retention_bytes=0,
+        consume_queue_entries_per_file=entries_per_file,
+    )  # fmt: skip
+    for i in range(COUNT):
+        store.put(TOPIC, f"m {i} ".encode() * 10, queue_id=i % 2)
+    store.upload_to_tier()
+    store.run_retention()
+    store.close()
+    lost = f"shard-0/consumequeue/{TOPIC}/0/{0:020d}"
+    aws_env.client().delete_object(Bucket=s3_bucket, Key=lost)
+
+    store = rmq.Store(str(path))
+    with pytest.raises(TierObjectChangedError, match="gone from the bucket") as raised:
+        store.get(TOPIC, 0, 0, 10)
+    assert lost in raised.value.object
+    assert raised.value.queue_offset == 0
+    assert raised.value.resume_offset == entries_per_file
+    got = store.get(TOPIC, 0, entries_per_file, 10)
+    assert [m.queue_offset for m in got] == list(range(entries_per_file, entries_per_file + 10))
+    store.close()

@@ -61,8 +61,9 @@ class CorruptRecordError(RmqError):
 
     ``file`` and ``offset`` locate the damaged bytes; a record read through a queue also
     has the ``queue_offset`` that points at it (``None`` otherwise). ``resume_offset``,
-    when not ``None``, is the first queue offset past the lost data (a whole tier segment
-    gone): a reader that accepts the loss goes on there, not at ``queue_offset + 1``.
+    when not ``None``, is the first queue offset past the lost data (a whole commit-log
+    segment or consume-queue file gone from the tier): a reader that accepts the loss goes
+    on there, not at ``queue_offset + 1``.
     """
 
     resume_offset: int | None = None

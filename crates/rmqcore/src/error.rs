@@ -78,9 +78,10 @@ pub enum Error {
     /// differs from what the store's state says, or it is gone from the bucket (changed
     /// or deleted behind the store's back). Its bytes are never served; restoring the
     /// object makes the reads work again. A record read through a queue also names the
-    /// queue offset that points at it and, when the object is a commit-log segment, the
-    /// first queue offset whose record lies past it (`resume_offset`): a reader that
-    /// accepts the loss goes on there in one step instead of one record at a time.
+    /// queue offset that points at it and, when the object is a commit-log segment or a
+    /// consume-queue file, the first queue offset past what it held (`resume_offset`): a
+    /// reader that accepts the loss goes on there in one step instead of one record at a
+    /// time.
     #[error(
         "object storage {object}{}: the object changed in the bucket: {reason}{}",
         queue_offset.map(|at| format!(" (queue offset {at})")).unwrap_or_default(),

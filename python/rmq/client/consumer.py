@@ -12,7 +12,7 @@ before it come back first) must not stop a group forever. With ``on_corrupt="ski
 (the default) the consumer logs the shard's message (file, offset, queue offset) as an
 error, counts it in ``corrupt_skipped``, and goes on after that one record, so a commit
 moves the group past it and no valid record is passed over; when the shard answers with
-a ``resume_offset`` (a whole tier segment lost from the bucket), it goes on there in one
+a ``resume_offset`` (a whole tier object lost from the bucket), it goes on there in one
 step and counts every record it passed over. With ``on_corrupt="raise"``
 ``poll`` raises ``BrokerDataLossError`` (a ``CorruptRecordError``) with ``queue_id`` and
 ``queue_offset`` set, each time until the application ``seek``s past it.
@@ -272,7 +272,7 @@ class Consumer:
     def _damaged(self, state: _Queue, offset: int, failure: BrokerDataLossError) -> None:
         """The record at ``offset`` is damaged; everything before it was handed out (a
         queue is pulled only once its buffer is empty). When the shard says where the
-        queue's records past the lost data start (a tier segment gone: ``resume_offset``),
+        queue's records past the lost data start (a tier object gone: ``resume_offset``),
         the skip goes there in one step."""
         failure.queue_id = state.queue_id
         failure.queue_offset = offset
@@ -283,7 +283,7 @@ class Consumer:
         past = resume if resume is not None and resume > offset else offset + 1
         where = f"record at offset {offset}"
         if past > offset + 1:
-            where = f"records at offsets {offset} to {past - 1} (a lost tier segment)"
+            where = f"records at offsets {offset} to {past - 1} (lost from the tier)"
         log.error(
             "skipping the damaged %s of queue %d of %s (group %s): %s",
             where, state.queue_id, self.topic, self.group, failure,
