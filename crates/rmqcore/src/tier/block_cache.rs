@@ -76,13 +76,24 @@ impl BlockCache {
 
     /// The block, marked as just used.
     pub fn get(&mut self, key: BlockKey) -> Option<Bytes> {
-        let stamp = self.stamp();
+        // A block is read once per record in it (tens of times in a row): one used among
+        // the newest quarter of the cache keeps its place, which spares the reader a move
+        // in `by_use` per record (perf: a tenth of a sequential tier reader's CPU was the
+        // cache's bookkeeping); it is still far from the oldest end.
+        let recent = self
+            .next_stamp
+            .saturating_sub(self.capacity_blocks as u64 / 4);
         let (block, used) = self.blocks.get_mut(&key)?;
-        self.ahead.remove(&key);
-        self.by_use.remove(used);
-        *used = stamp;
         let block = block.clone();
-        self.by_use.insert(stamp, key);
+        if *used < recent {
+            self.next_stamp += 1;
+            let old = std::mem::replace(used, self.next_stamp);
+            self.by_use.remove(&old);
+            self.by_use.insert(self.next_stamp, key);
+        }
+        if !self.ahead.is_empty() {
+            self.ahead.remove(&key);
+        }
         Some(block)
     }
 
@@ -210,6 +221,28 @@ mod tests {
         assert_eq!(cache.blocks.len(), cache.by_use.len());
         cache.forget_segment(0);
         assert!(cache.blocks.is_empty() && cache.by_use.is_empty());
+    }
+
+    #[test]
+    fn a_block_read_again_soon_keeps_its_place_and_one_read_late_moves() {
+        let mut cache = BlockCache::new(0);
+        let capacity = cache.capacity_blocks as u64;
+        cache.insert((0, 0), Bytes::from_static(b"x"));
+        let stamp = cache.blocks[&(0, 0)].1;
+        assert!(cache.get((0, 0)).is_some());
+        assert_eq!(
+            cache.blocks[&(0, 0)].1,
+            stamp,
+            "read again at once: no move"
+        );
+        for index in 1..capacity / 2 {
+            cache.insert((1, index), Bytes::from_static(b"y"));
+        }
+        assert!(cache.get((0, 0)).is_some());
+        let moved = cache.blocks[&(0, 0)].1;
+        assert!(moved > stamp, "read after half the cache: newest again");
+        assert_eq!(cache.by_use.get(&moved), Some(&(0, 0)));
+        assert_eq!(cache.blocks.len(), cache.by_use.len());
     }
 
     #[test]
