@@ -148,6 +148,51 @@ def test_a_hint_larger_than_the_read_cache_is_fetched_within_it(
     store.close()
 
 
+def test_a_queue_whose_records_lie_back_to_back_is_read_in_large_gets(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """One queue of 1 KiB messages: its records fill the log, so a group of 1,024 entries
+    spans only 1 MiB. Read-ahead is measured in bytes of the log and topped up half a span
+    at a time, so the reader's GETs average more than 2 MiB (one per group made 1 MiB
+    GETs), each byte is fetched about once, and every record arrives intact."""
+    segment = 16 << 20
+    store = rmq.Store(
+        str(tmp_path / "store"),
+        commitlog_segment_size=segment,
+        tier_url=f"s3://{s3_bucket}/shard-0",
+        tier_endpoint=aws_env.endpoint,
+        local_retention_bytes=0,
+    )
+    store.create_topic("Packed", 1)
+
+    def packed_body(i: int) -> bytes:
+        return f"packed:{i}:".encode().ljust(1024, b"z")
+
+    count = 0
+    while store.commitlog_max_offset() < 3 * segment + (1 << 20):
+        store.put_batch("Packed", 0, [rmq.Message(packed_body(count + j)) for j in range(128)])
+        count += 128
+    store.upload_to_tier()  # what the background uploader has not done yet
+    store.run_retention()
+    evicted = evicted_bytes(store)
+    assert evicted >= 3 * segment
+    before = reads(store)
+    bodies: list[bytes] = []
+    offset = 0
+    while offset < count:
+        batch = store.get("Packed", 0, offset, 32)
+        assert batch, f"stopped at {offset} of {count}"
+        bodies.extend(m.body for m in batch)
+        offset = batch[-1].queue_offset + 1
+    assert bodies == [packed_body(i) for i in range(count)]
+    after = reads(store)
+    gets = after["range_reads"] - before["range_reads"]
+    spent = after["bytes_fetched"] - before["bytes_fetched"]
+    assert spent < 1.2 * evicted, (spent, evicted)
+    assert gets * (2 << 20) < evicted, (gets, evicted)
+    store.close()
+
+
 def reads(store: rmq.Store) -> dict[str, Any]:
     status = store.tier_status()
     assert status is not None

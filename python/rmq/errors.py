@@ -60,8 +60,13 @@ class CorruptRecordError(RmqError):
     """A record (or index/queue entry) failed validation: bad magic, size or CRC.
 
     ``file`` and ``offset`` locate the damaged bytes; a record read through a queue also
-    has the ``queue_offset`` that points at it (``None`` otherwise).
+    has the ``queue_offset`` that points at it (``None`` otherwise). ``resume_offset``,
+    when not ``None``, is the first queue offset past the lost data (a whole commit-log
+    segment or consume-queue file gone from the tier): a reader that accepts the loss goes
+    on there, not at ``queue_offset + 1``.
     """
+
+    resume_offset: int | None = None
 
     def __init__(
         self,
@@ -151,8 +156,10 @@ class TierObjectChangedError(CorruptRecordError, TierError):
         offset: int = -1,
         reason: str = "",
         queue_offset: int | None = None,
+        resume_offset: int | None = None,
     ) -> None:
         CorruptRecordError.__init__(self, message, object, offset, reason, queue_offset)
+        self.resume_offset = resume_offset
         self.object = object
         self.unreachable = False
 

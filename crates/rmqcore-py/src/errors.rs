@@ -99,6 +99,7 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
             object: name,
             offset,
             queue_offset,
+            resume_offset,
             reason,
         } => raise(
             py,
@@ -109,6 +110,7 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
                 ("offset", object(py, offset)),
                 ("reason", object(py, reason)),
                 ("queue_offset", object(py, queue_offset)),
+                ("resume_offset", object(py, resume_offset)),
             ],
         ),
         Error::Io { path, source } => {
@@ -173,9 +175,15 @@ fn broker_class(code: i32) -> &'static str {
 
 /// The exception for a call a broker answered with status `code` and `message`: the
 /// class of the table, carrying the `grpc.StatusCode` itself (an unknown number becomes
-/// UNKNOWN).
+/// UNKNOWN) and, for lost data, the `resume_offset` the shard sent beside the status.
 #[pyfunction]
-pub fn broker_error(py: Python<'_>, code: i32, message: String) -> PyErr {
+#[pyo3(signature = (code, message, resume_offset=None))]
+pub fn broker_error(
+    py: Python<'_>,
+    code: i32,
+    message: String,
+    resume_offset: Option<i64>,
+) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let codes = py.import("grpc")?.getattr("StatusCode")?;
         let mut status = codes.getattr("UNKNOWN")?;
@@ -187,7 +195,11 @@ pub fn broker_error(py: Python<'_>, code: i32, message: String) -> PyErr {
             }
         }
         let class = py.import("rmq.errors")?.getattr(broker_class(code))?;
-        Ok(PyErr::from_value(class.call1((message, status))?))
+        let instance = class.call1((message, status))?;
+        if resume_offset.is_some() {
+            instance.setattr("resume_offset", resume_offset)?;
+        }
+        Ok(PyErr::from_value(instance))
     };
     build().unwrap_or_else(|error| error)
 }

@@ -219,5 +219,5 @@ pub fn native_rocketmq_status_codes() -> HashMap<&'static str, i32> {
 /// `rmq.rocketmq.message_codec.SYSTEM_PROPERTIES` is this list).
 #[pyfunction]
 pub fn native_rocketmq_system_properties() -> Vec<&'static str> {
-    rmqnet::rocketmq::check::SYSTEM_PROPERTIES.to_vec()
+    rmqnet::rocketmq::properties::SYSTEM_PROPERTIES.to_vec()
 }

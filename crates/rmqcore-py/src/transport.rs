@@ -45,7 +45,7 @@ fn failure(py: Python<'_>, error: &CallError, what: &str) -> PyErr {
     } else {
         format!("{what}: {}", error.message)
     };
-    broker_error(py, error.code, message)
+    broker_error(py, error.code, message, error.resume_offset)
 }
 
 /// A completed call and the function to hand it to.
@@ -161,6 +161,7 @@ impl PyTransport {
                     let error = CallError {
                         code: CANCELLED,
                         message: "the client was closed during the call".into(),
+                        resume_offset: None,
                     };
                     return Err(failure(py, &error, what));
                 }
@@ -244,6 +245,16 @@ impl PyPendingCall {
         }
     }
 
+    /// For a failed pull that met a lost tier segment: the queue offset past it, as the
+    /// shard sent it beside the status; None otherwise.
+    #[getter]
+    fn resume_offset(&self) -> Option<i64> {
+        match lock(&self.outcome).as_ref() {
+            Some(Err(error)) => error.resume_offset,
+            _ => None,
+        }
+    }
+
     /// Drop the call: its callback will not run.
     fn cancel(&self) {
         if let Some(handle) = lock(&self.handle).take() {
@@ -254,6 +265,7 @@ impl PyPendingCall {
             *outcome = Some(Err(CallError {
                 code: CANCELLED,
                 message: "cancelled".into(),
+                resume_offset: None,
             }));
         }
     }

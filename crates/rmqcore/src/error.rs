@@ -78,15 +78,20 @@ pub enum Error {
     /// differs from what the store's state says, or it is gone from the bucket (changed
     /// or deleted behind the store's back). Its bytes are never served; restoring the
     /// object makes the reads work again. A record read through a queue also names the
-    /// queue offset that points at it.
+    /// queue offset that points at it and, when the object is a commit-log segment or a
+    /// consume-queue file, the first queue offset past what it held (`resume_offset`): a
+    /// reader that accepts the loss goes on there in one step instead of one record at a
+    /// time.
     #[error(
-        "object storage {object}{}: the object changed in the bucket: {reason}",
-        queue_offset.map(|at| format!(" (queue offset {at})")).unwrap_or_default()
+        "object storage {object}{}: the object changed in the bucket: {reason}{}",
+        queue_offset.map(|at| format!(" (queue offset {at})")).unwrap_or_default(),
+        resume_offset.map(|at| format!("; the queue's records past the object start at offset {at}")).unwrap_or_default()
     )]
     TierObjectChanged {
         object: String,
         offset: u64,
         queue_offset: Option<i64>,
+        resume_offset: Option<i64>,
         reason: String,
     },
 }
@@ -144,6 +149,7 @@ impl Error {
             object: object.into(),
             offset,
             queue_offset: None,
+            resume_offset: None,
             reason: reason.into(),
         }
     }
@@ -154,12 +160,14 @@ impl Error {
             Error::TierObjectChanged {
                 object,
                 offset,
+                resume_offset,
                 reason,
                 ..
             } => Error::TierObjectChanged {
                 object,
                 offset,
                 queue_offset: Some(queue_offset),
+                resume_offset,
                 reason,
             },
             Error::Corrupt {
@@ -174,6 +182,34 @@ impl Error {
                 reason,
             },
             other => other,
+        }
+    }
+
+    /// A lost tier object met by a pull: say where the queue's records past it start.
+    pub fn resuming_at(self, resume: i64) -> Self {
+        match self {
+            Error::TierObjectChanged {
+                object,
+                offset,
+                queue_offset,
+                reason,
+                ..
+            } => Error::TierObjectChanged {
+                object,
+                offset,
+                queue_offset,
+                resume_offset: Some(resume),
+                reason,
+            },
+            other => other,
+        }
+    }
+
+    /// Where a reader that accepts the loss of a tier object goes on (`resuming_at`).
+    pub fn resume_offset(&self) -> Option<i64> {
+        match self {
+            Error::TierObjectChanged { resume_offset, .. } => *resume_offset,
+            _ => None,
         }
     }
 }

@@ -206,5 +206,12 @@ pub fn refused_answer(raw: &[u8], refusal: &Refusal) -> Vec<u8> {
 
 /// A refusal as the call's gRPC status.
 pub fn refused(refusal: &Refusal) -> Response<Body> {
-    grpc::status(refusal.code(), &refusal.message())
+    let mut response = grpc::status(refusal.code(), &refusal.message());
+    if let Some(resume) = refusal.resume_offset() {
+        response.headers_mut().insert(
+            crate::status::RESUME_OFFSET_HEADER,
+            http::HeaderValue::from(resume),
+        );
+    }
+    response
 }

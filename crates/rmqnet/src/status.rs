@@ -6,6 +6,11 @@
 
 use rmqcore::Error;
 
+/// The response field (beside `grpc-status`) carrying a DATA_LOSS answer's resume offset:
+/// the first queue offset past a lost tier segment (`Refusal::resume_offset`). The client
+/// (`client::channels::CallError`) reads it into its exception's `resume_offset`.
+pub const RESUME_OFFSET_HEADER: &str = "rmq-resume-offset";
+
 /// Why the shard answers a request with an error status.
 #[derive(Debug)]
 pub enum Refusal {
@@ -42,6 +47,15 @@ impl Refusal {
             Refusal::QueueNotHosted(_) => 9,
             Refusal::Unauthenticated(_) => 16,
             Refusal::Internal(_) => 13,
+        }
+    }
+
+    /// Where a reader goes on past lost data (a tier segment gone), sent beside the
+    /// status as `RESUME_OFFSET_HEADER`; None for every other refusal.
+    pub fn resume_offset(&self) -> Option<i64> {
+        match self {
+            Refusal::Engine(error) => error.resume_offset(),
+            _ => None,
         }
     }
 

@@ -60,9 +60,14 @@ class PendingCall:
     @property
     def error(self) -> tuple[int, str] | None:
         """(status code, message) of a failed call; None when answered or not ended."""
+    @property
+    def resume_offset(self) -> int | None:
+        """For a failed pull that met a lost tier segment: the queue offset past it."""
     def cancel(self) -> None:
         """Drop the call: its callback will not run."""
 
-def broker_error(code: int, message: str) -> BrokerError:
+def broker_error(code: int, message: str, resume_offset: int | None = None) -> BrokerError:
     """The client's exception for a broker's gRPC status ``code`` (as ``grpc.StatusCode``
-    numbers it) and ``message``: the one table of the client side."""
+    numbers it) and ``message``: the one table of the client side. ``resume_offset`` (a
+    pull that met a lost tier segment: the queue offset past it) becomes the exception's
+    attribute."""

@@ -11,7 +11,9 @@ A damaged record (the shard answers DATA_LOSS for a pull that starts at it; reco
 before it come back first) must not stop a group forever. With ``on_corrupt="skip"``
 (the default) the consumer logs the shard's message (file, offset, queue offset) as an
 error, counts it in ``corrupt_skipped``, and goes on after that one record, so a commit
-moves the group past it and no valid record is passed over. With ``on_corrupt="raise"``
+moves the group past it and no valid record is passed over; when the shard answers with
+a ``resume_offset`` (a whole tier object lost from the bucket), it goes on there in one
+step and counts every record it passed over. With ``on_corrupt="raise"``
 ``poll`` raises ``BrokerDataLossError`` (a ``CorruptRecordError``) with ``queue_id`` and
 ``queue_offset`` set, each time until the application ``seek``s past it.
 """
@@ -250,7 +252,8 @@ class Consumer:
             state.call = None
             if call.error is not None:
                 code, message = call.error
-                failure = from_status(code, message, f"pull {self.topic}/{state.queue_id}")
+                what = f"pull {self.topic}/{state.queue_id}"
+                failure = from_status(code, message, what, call.resume_offset)
                 if isinstance(failure, BrokerOutOfRangeError):
                     state.reset_from = offset
                 elif isinstance(failure, BrokerDataLossError) and state.fetch == offset:
@@ -268,18 +271,25 @@ class Consumer:
 
     def _damaged(self, state: _Queue, offset: int, failure: BrokerDataLossError) -> None:
         """The record at ``offset`` is damaged; everything before it was handed out (a
-        queue is pulled only once its buffer is empty)."""
+        queue is pulled only once its buffer is empty). When the shard says where the
+        queue's records past the lost data start (a tier object gone: ``resume_offset``),
+        the skip goes there in one step."""
         failure.queue_id = state.queue_id
         failure.queue_offset = offset
         if self._on_corrupt == "raise":
             self._errors.append(failure)
             return
+        resume = failure.resume_offset
+        past = resume if resume is not None and resume > offset else offset + 1
+        where = f"record at offset {offset}"
+        if past > offset + 1:
+            where = f"records at offsets {offset} to {past - 1} (lost from the tier)"
         log.error(
-            "skipping the damaged record at offset %d of queue %d of %s (group %s): %s",
-            offset, state.queue_id, self.topic, self.group, failure,
+            "skipping the damaged %s of queue %d of %s (group %s): %s",
+            where, state.queue_id, self.topic, self.group, failure,
         )  # fmt: skip
-        self.corrupt_skipped += 1
-        state.fetch = state.delivered = offset + 1
+        self.corrupt_skipped += past - offset
+        state.fetch = state.delivered = past
 
     def _pause(self, state: _Queue, error: BaseException) -> None:
         log.info("queue %d of %s: %s; retrying", state.queue_id, self.topic, error)

@@ -27,8 +27,11 @@ def is_retryable(code: grpc.StatusCode) -> bool:
     return code.value[0] in RETRYABLE_STATUS_CODES
 
 
-def from_status(code_value: int, message: str, what: str = "") -> BrokerError:
+def from_status(
+    code_value: int, message: str, what: str = "", resume_offset: int | None = None
+) -> BrokerError:
     """The client-side exception for a call that failed with status ``code_value`` (as
     ``grpc.StatusCode`` numbers it), or for an error answered inside a response
-    (``rmq.v1.Error``: one batch of SendStream or SendBatches)."""
-    return broker_error(code_value, f"{what}: {message}" if what else message)
+    (``rmq.v1.Error``: one batch of SendStream or SendBatches); ``resume_offset`` is what
+    a DATA_LOSS pull answer carried beside its status (the queue offset past lost data)."""
+    return broker_error(code_value, f"{what}: {message}" if what else message, resume_offset)

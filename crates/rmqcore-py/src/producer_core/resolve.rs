@@ -38,6 +38,7 @@ pub(super) fn resolve(py: Python<'_>, core: &Core, finished: Finished<Arc<BatchO
             py,
             code,
             format!("send to {topic}/{queue_id}: {message}"),
+            None,
         )),
         SendOutcome::NoSuchQueue { queue_id, queues } => error(invalid(
             py,

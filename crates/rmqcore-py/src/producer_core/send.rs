@@ -83,7 +83,7 @@ impl PyProducerCore {
         })?;
         if !known {
             let message = format!("no route for topic {topic:?} within {timeout:?}");
-            return Err(crate::errors::broker_error(py, 14, message));
+            return Err(crate::errors::broker_error(py, 14, message, None));
         }
         Ok(lock(&self.route_failures)
             .get(topic)

@@ -84,6 +84,13 @@ impl CommitLog {
         }
     }
 
+    /// The end (exclusive commit-log offset) of the evicted segment holding `offset`;
+    /// None when no evicted segment holds it.
+    pub fn evicted_segment_end(&self, offset: u64) -> Option<u64> {
+        let (start, size) = self.remote.get()?.holding(offset)?;
+        Some(start + size)
+    }
+
     pub(super) fn remote_min_offset(&self) -> Option<u64> {
         self.remote.get().and_then(|remote| remote.min_offset())
     }

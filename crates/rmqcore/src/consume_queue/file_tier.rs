@@ -34,7 +34,15 @@ impl FileConsumeQueue {
             }
             Err(error) => {
                 remote.note_read_failure(&error);
-                Err(error)
+                // A file lost from the bucket: its entries are gone, the next file's are
+                // not, so a reader that accepts the loss goes on at the next file.
+                let past = remote
+                    .recorded_file_size(&self.topic, self.queue_id)
+                    .map(|size| ((start + size) / ENTRY_SIZE as u64) as i64);
+                Err(match past {
+                    Some(past) => error.resuming_at(past),
+                    None => error,
+                })
             }
         }
     }

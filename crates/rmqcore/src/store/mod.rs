@@ -27,6 +27,7 @@ use crate::tier::uploader::Uploader;
 
 mod admin;
 mod background;
+mod lost_segment;
 mod maintenance;
 mod metrics;
 mod read;

@@ -215,7 +215,11 @@ impl Store {
                 Err(
                     Error::Corrupt { .. } | Error::TierObjectChanged { .. } | Error::Tier { .. },
                 ) if next > offset => break,
-                Err(error) => return Err(error.at_queue_offset(next)),
+                Err(error) => {
+                    let at = entry.commitlog_offset as u64;
+                    let error = self.with_resume_offset(error, queue.as_ref(), next, at);
+                    return Err(error.at_queue_offset(next));
+                }
             }
             count += 1;
             next += 1;

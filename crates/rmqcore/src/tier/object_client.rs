@@ -15,16 +15,16 @@ use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    Attribute, Attributes, ClientOptions, GetOptions, GetResult, ObjectStore, PutMultipartOptions,
-    PutPayload, RetryConfig, WriteMultipart,
+    Attribute, Attributes, ClientOptions, GetOptions, ObjectStore, PutMultipartOptions, PutPayload,
+    RetryConfig, WriteMultipart,
 };
 use tokio::runtime::Runtime;
 
 use super::location::TierLocation;
+use super::object_errors::tier_error;
+use super::recorded_get::{get_blocks, get_checked, recorded_crc, CRC_METADATA};
 use crate::error::{Error, Result};
 
-/// The metadata key holding a segment's CRC32 (lowercase hex).
-const CRC_METADATA: &str = "rmq-crc32";
 /// Multipart part size: S3's minimum part is 5 MiB.
 const PART_SIZE: usize = 8 << 20;
 
@@ -182,10 +182,7 @@ impl ObjectClient {
         match self.runtime.block_on(self.store.get_opts(object, options)) {
             Ok(result) => Ok(Some(ObjectInfo {
                 size: result.meta.size,
-                crc32: result
-                    .attributes
-                    .get(&Attribute::Metadata(CRC_METADATA.into()))
-                    .and_then(|value| u32::from_str_radix(value.as_ref(), 16).ok()),
+                crc32: recorded_crc(&result.attributes),
             })),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(error) => Err(self.failed(object, error)),
@@ -289,137 +286,4 @@ impl ObjectClient {
             )
             .map_err(|error| tier_error(self.location.describe(prefix), &error))
     }
-}
-
-/// What `get_checked` found: the answer to read the body from, or why the object is not
-/// the one recorded.
-type Checked<T> = std::result::Result<std::result::Result<T, String>, object_store::Error>;
-
-/// One ranged GET of a recorded object, checked against its record before its body is
-/// read: Ok(Err(why)) when the object is gone or its size or CRC32 (as the GET answers
-/// them) is not the one recorded at upload.
-async fn get_checked(
-    store: &AmazonS3,
-    object: &ObjectPath,
-    range: Range<u64>,
-    size: u64,
-    crc32: u32,
-) -> Checked<GetResult> {
-    let options = GetOptions {
-        range: Some(range.into()),
-        ..GetOptions::default()
-    };
-    let result = match store.get_opts(object, options).await {
-        Ok(result) => result,
-        Err(object_store::Error::NotFound { .. }) => {
-            return Ok(Err(
-                "it is gone from the bucket (deleted behind the store's back)".into(),
-            ))
-        }
-        Err(error) => return Err(error),
-    };
-    let found_size = result.meta.size;
-    let found_crc = result
-        .attributes
-        .get(&Attribute::Metadata(CRC_METADATA.into()))
-        .and_then(|value| u32::from_str_radix(value.as_ref(), 16).ok());
-    if found_size != size || found_crc != Some(crc32) {
-        return Ok(Err(format!(
-            "it was uploaded as {size} bytes with CRC32 {crc32:08x}; the bucket now has \
-             {found_size} bytes with CRC32 {}",
-            found_crc.map_or("(none recorded)".into(), |c| format!("{c:08x}"))
-        )));
-    }
-    Ok(Ok(result))
-}
-
-/// `get_checked`, then its body cut into `block`-byte pieces as it arrives.
-async fn get_blocks(
-    store: &AmazonS3,
-    object: &ObjectPath,
-    range: Range<u64>,
-    (size, crc32): (u64, u32),
-    block: usize,
-) -> Checked<Vec<Bytes>> {
-    match get_checked(store, object, range, size, crc32).await? {
-        Ok(result) => super::block_cache::collect_blocks(result.into_stream(), block)
-            .await
-            .map(Ok),
-        Err(reason) => Ok(Err(reason)),
-    }
-}
-
-/// The server's reason, without the crate's nesting of wrappers or the XML body.
-/// The engine's error for a failed request, marked unreachable when the server could not
-/// be reached or did not answer in time (told by the HTTP client's own error kinds, not
-/// by the message's words).
-fn tier_error(object: String, error: &object_store::Error) -> Error {
-    if could_not_reach(error) {
-        Error::tier_unreachable(object, explain(error))
-    } else {
-        Error::tier(object, explain(error))
-    }
-}
-
-fn could_not_reach(error: &object_store::Error) -> bool {
-    let mut link: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(current) = link {
-        if let Some(http) = current.downcast_ref::<reqwest::Error>() {
-            if http.is_connect() || http.is_timeout() {
-                return true;
-            }
-        }
-        if let Some(io) = current.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::{
-                ConnectionAborted, ConnectionRefused, ConnectionReset, NotConnected, TimedOut,
-            };
-            if matches!(
-                io.kind(),
-                ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected | TimedOut
-            ) {
-                return true;
-            }
-        }
-        link = current.source();
-    }
-    false
-}
-
-fn explain(error: &object_store::Error) -> String {
-    let full = error.to_string();
-    let mut text = full.clone();
-    if let Some(at) = text.find("<?xml") {
-        text.truncate(at);
-    }
-    if text.len() > 400 {
-        let mut cut = 400;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push_str("...");
-    }
-    let text = text.trim_end_matches([' ', ':', ',']).to_string();
-    for (needle, meaning) in [
-        ("NoSuchBucket", "the bucket does not exist"),
-        (
-            "InvalidAccessKeyId",
-            "the access key is not known to the server (AWS_ACCESS_KEY_ID)",
-        ),
-        (
-            "SignatureDoesNotMatch",
-            "the secret key is wrong (AWS_SECRET_ACCESS_KEY)",
-        ),
-        ("AccessDenied", "access denied"),
-        (
-            "Connection refused",
-            "the server refused the connection (is it running?)",
-        ),
-        ("error sending request", "the server could not be reached"),
-    ] {
-        if full.contains(needle) {
-            return format!("{meaning}: {text}");
-        }
-    }
-    text
 }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::block_cache::{fill_gaps, runs, BlockKey, BLOCK_SIZE, CHUNK_BLOCKS};
+use super::block_cache::{BlockKey, BLOCK_SIZE, CHUNK_BLOCKS};
+use super::block_runs::{fill_gaps, runs};
 use super::remote_log::RemoteLog;
 use super::state::TieredSegment;
 use crate::error::{Error, Result};

@@ -40,6 +40,7 @@ fn method_path(method: &str) -> Result<PathAndQuery, CallError> {
     PathAndQuery::try_from(method.to_owned()).map_err(|error| CallError {
         code: Code::InvalidArgument as i32,
         message: format!("bad method path {method:?}: {error}"),
+        resume_offset: None,
     })
 }
 
@@ -111,6 +112,7 @@ impl UnaryCalls {
             Err(CallError {
                 code: Code::Cancelled as i32,
                 message: "the call was dropped".into(),
+                resume_offset: None,
             })
         })
     }

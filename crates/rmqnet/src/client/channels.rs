@@ -66,11 +66,14 @@ impl Decoder for RawBytes {
     }
 }
 
-/// Why a call failed: its gRPC status code (as `grpc.StatusCode` numbers it) and message.
+/// Why a call failed: its gRPC status code (as `grpc.StatusCode` numbers it) and message;
+/// for a pull that met a lost tier segment, the queue offset past it
+/// (`status::RESUME_OFFSET_HEADER`).
 #[derive(Debug, Clone)]
 pub struct CallError {
     pub code: i32,
     pub message: String,
+    pub resume_offset: Option<i64>,
 }
 
 impl From<Status> for CallError {
@@ -78,6 +81,10 @@ impl From<Status> for CallError {
         CallError {
             code: status.code() as i32,
             message: status.message().to_owned(),
+            resume_offset: status
+                .metadata()
+                .get(crate::status::RESUME_OFFSET_HEADER)
+                .and_then(|value| value.to_str().ok()?.parse().ok()),
         }
     }
 }
@@ -136,6 +143,7 @@ impl ShardChannels {
             .map_err(|error| CallError {
                 code: Code::InvalidArgument as i32,
                 message: format!("bad endpoint {endpoint:?}: {error}"),
+                resume_offset: None,
             })?
             .connect_timeout(CONNECT_TIMEOUT)
             .tcp_nodelay(true)
@@ -182,6 +190,7 @@ impl ShardChannels {
         let unreachable = |error: &dyn std::fmt::Display| CallError {
             code: Code::Unavailable as i32,
             message: format!("connection to {endpoint} failed: {error}"),
+            resume_offset: None,
         };
         let call = async {
             let mut client = tonic::client::Grpc::new(self.channel(endpoint)?)
@@ -222,6 +231,7 @@ fn no_answer(endpoint: &str, timeout: Duration) -> CallError {
     CallError {
         code: Code::DeadlineExceeded as i32,
         message: format!("no answer from {endpoint} within {timeout:?}"),
+        resume_offset: None,
     }
 }
 

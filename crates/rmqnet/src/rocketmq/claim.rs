@@ -7,8 +7,8 @@ use rmqcore::record::message::StoredMessage;
 use rmqcore::tag_filter::TagFilter;
 use rmqcore::Store;
 
-use super::check::MESSAGE_GROUP;
 use super::lease_book::LeaseBook;
+use super::properties::MESSAGE_GROUP;
 
 /// What a receive asks of one queue.
 pub struct Claim<'a> {

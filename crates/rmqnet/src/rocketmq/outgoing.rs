@@ -13,8 +13,8 @@ use rmqproto::rocketmq_v2::{
     Digest, DigestType, Encoding, Message, MessageType, Resource, SystemProperties,
 };
 
-use super::check::{MESSAGE_GROUP, SYSTEM_PROPERTIES, UNIQ_KEY};
 use super::claim::Delivery;
+use super::properties::{MESSAGE_GROUP, SYSTEM_PROPERTIES, UNIQ_KEY};
 use super::receipt::Receipt;
 
 /// The delivery a message goes out as.
