@@ -29,6 +29,7 @@ mod admin;
 mod background;
 mod maintenance;
 mod metrics;
+mod pull_query;
 mod read;
 mod read_ahead;
 mod tier_retention;
@@ -38,7 +39,7 @@ mod tiering_queues;
 mod write;
 
 pub use metrics::{HistogramSnapshot, MetricsSnapshot, QueueTrafficSnapshot};
-pub use read::{PullResult, Pulled};
+pub use pull_query::{PullQuery, PullResult, Pulled};
 pub use tier_status::{SegmentTier, TierStatus};
 
 struct StoreInner {

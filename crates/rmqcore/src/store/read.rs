@@ -6,19 +6,10 @@ use crate::error::{Error, Result};
 use crate::options::FlushMode;
 use crate::record::message::StoredMessage;
 use crate::record::RecordView;
-use crate::tag_filter::TagFilter;
 use crate::topic::validate_topic;
 
+use super::pull_query::{PullQuery, PullResult, Pulled};
 use super::{validate_queue_id, Store};
-
-/// The answer to a pull: the messages and where the next pull should start.
-#[derive(Debug, Clone)]
-pub struct PullResult {
-    pub messages: Vec<StoredMessage>,
-    pub next_offset: i64,
-    pub min_offset: i64,
-    pub max_offset: i64,
-}
 
 /// What `pull_each` did with one record it read.
 enum Step {
@@ -27,15 +18,6 @@ enum Step {
     Skip,
     /// It would pass the byte limit.
     Stop,
-}
-
-/// What `pull_each` visited: how many records, and the queue's positions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pulled {
-    pub count: usize,
-    pub next_offset: i64,
-    pub min_offset: i64,
-    pub max_offset: i64,
 }
 
 impl Store {
@@ -57,30 +39,12 @@ impl Store {
         }
     }
 
-    /// Read messages of a queue from `offset` on. With a tag filter, entries whose tag
-    /// does not match are passed over (up to a bounded number) and `next_offset` moves
-    /// past them.
-    pub fn pull(
-        &self,
-        topic: &str,
-        queue_id: i32,
-        offset: i64,
-        max_count: usize,
-        filter: Option<&TagFilter>,
-        max_bytes: Option<usize>,
-    ) -> Result<PullResult> {
+    /// Read messages of a queue, copied out (see `PullQuery` for what it may ask).
+    pub fn pull(&self, query: PullQuery<'_>) -> Result<PullResult> {
         let mut messages = Vec::new();
-        let pulled = self.pull_each(
-            topic,
-            queue_id,
-            offset,
-            max_count,
-            filter,
-            max_bytes,
-            |view| {
-                messages.push(StoredMessage::from_record(view));
-            },
-        )?;
+        let pulled = self.pull_each(query, |view| {
+            messages.push(StoredMessage::from_record(view));
+        })?;
         Ok(PullResult {
             messages,
             next_offset: pulled.next_offset,
@@ -91,20 +55,19 @@ impl Store {
 
     /// `pull`, handing each record to `visit` as it is read instead of collecting copies
     /// (the broker encodes them for the wire straight from the log).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "pull's arguments and the visitor"
-    )]
     pub fn pull_each(
         &self,
-        topic: &str,
-        queue_id: i32,
-        offset: i64,
-        max_count: usize,
-        filter: Option<&TagFilter>,
-        max_bytes: Option<usize>,
+        query: PullQuery<'_>,
         mut visit: impl FnMut(&RecordView<'_>),
     ) -> Result<Pulled> {
+        let PullQuery {
+            topic,
+            queue_id,
+            offset,
+            max_count,
+            filter,
+            max_bytes,
+        } = query;
         let started = std::time::Instant::now();
         self.check_open()?;
         self.known_topic(topic)?;

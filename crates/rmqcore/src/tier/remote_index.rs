@@ -23,18 +23,7 @@ impl crate::index::remote::RemoteIndex for RemoteLog {
             .iter()
             .rev()
             .filter(|(_, file)| !file.local)
-            .map(|(name, file)| {
-                let header = CompactedHeader {
-                    begin_timestamp: file.begin_timestamp,
-                    end_timestamp: file.end_timestamp,
-                    begin_phy_offset: file.begin_phy_offset,
-                    end_phy_offset: file.end_phy_offset,
-                    slot_count: file.slot_count,
-                    entry_count: file.entry_count,
-                    ..CompactedHeader::default()
-                };
-                (name.clone(), header)
-            })
+            .map(|(name, file)| (name.clone(), file.header))
             .collect()
     }
 
