@@ -7,7 +7,7 @@
 use rmqcore::record::message_rules::check_message_fields;
 
 use crate::codec::send::MessageSpans;
-use crate::shard::Limits;
+use crate::shard_limits::Limits;
 use crate::status::Refusal;
 
 pub fn check_batch(messages: &[MessageSpans], limits: &Limits) -> Result<(), Refusal> {

@@ -185,7 +185,7 @@ impl MessageSender {
 mod tests {
     use super::*;
     use crate::rocketmq::status::ok;
-    use crate::shard::Limits;
+    use crate::shard_limits::Limits;
     use http_body_util::BodyExt;
     use rmqproto::rocketmq_v2::{Encoding, MessageType, Resource, SystemProperties};
 
