@@ -1,7 +1,7 @@
 //! Reading: pulls by queue offset, lookups by key, msgId and time, and queue bounds.
 
 use crate::commit_log::LogCursor;
-use crate::consume_queue::EntryCursor;
+use crate::consume_queue::{ConsumeQueue, EntryCursor};
 use crate::error::{Error, Result};
 use crate::options::FlushMode;
 use crate::record::message::StoredMessage;
@@ -277,17 +277,20 @@ impl Store {
     }
 
     pub fn min_offset(&self, topic: &str, queue_id: i32) -> Result<i64> {
-        self.check_open()?;
-        self.known_topic(topic)?;
-        validate_queue_id(queue_id)?;
-        Ok(self
-            .inner
-            .queues
-            .get(topic, queue_id)
-            .map_or(0, |queue| queue.min_offset()))
+        self.queue_bound(topic, queue_id, |queue| queue.min_offset())
     }
 
     pub fn max_offset(&self, topic: &str, queue_id: i32) -> Result<i64> {
+        self.queue_bound(topic, queue_id, |queue| queue.max_offset())
+    }
+
+    /// One bound of a queue of a known topic; 0 for a queue nothing was written to.
+    fn queue_bound(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        bound: impl FnOnce(&dyn ConsumeQueue) -> i64,
+    ) -> Result<i64> {
         self.check_open()?;
         self.known_topic(topic)?;
         validate_queue_id(queue_id)?;
@@ -295,6 +298,6 @@ impl Store {
             .inner
             .queues
             .get(topic, queue_id)
-            .map_or(0, |queue| queue.max_offset()))
+            .map_or(0, |queue| bound(queue.as_ref())))
     }
 }
