@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
+use rmqcore::lookup::KeyQuery;
 use rmqcore::record::RecordView;
 use rmqcore::tag_filter::TagFilter;
 use rmqcore::PullQuery;
@@ -185,7 +186,8 @@ impl PyStore {
         // finding the record).
         let records = without_gil(py, || {
             let mut records = ReadRecords::default();
-            store.visit_by_key(topic, key, begin, end, max_count, |view| records.push(view))?;
+            let query = KeyQuery::new(topic, key, max_count).stored_between(begin, end);
+            store.visit_by_key(&query, |view| records.push(view))?;
             Ok(records)
         })?;
         records_to_list(py, records)

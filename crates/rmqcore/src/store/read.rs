@@ -3,6 +3,7 @@
 use crate::commit_log::LogCursor;
 use crate::consume_queue::{ConsumeQueue, EntryCursor};
 use crate::error::{Error, Result};
+use crate::lookup::KeyQuery;
 use crate::options::FlushMode;
 use crate::record::message::StoredMessage;
 use crate::record::RecordView;
@@ -193,20 +194,10 @@ impl Store {
         })
     }
 
-    /// Messages of `topic` whose keys or `UNIQ_KEY` include `key`, stored in
-    /// `[begin, end]`, newest first, at most `max_count` (see `lookup.rs`).
-    pub fn query_by_key(
-        &self,
-        topic: &str,
-        key: &str,
-        begin: i64,
-        end: Option<i64>,
-        max_count: usize,
-    ) -> Result<Vec<StoredMessage>> {
+    /// The messages a key lookup finds (see `KeyQuery` and `lookup.rs`).
+    pub fn query_by_key(&self, query: &KeyQuery<'_>) -> Result<Vec<StoredMessage>> {
         let mut found = Vec::new();
-        self.visit_by_key(topic, key, begin, end, max_count, |view| {
-            found.push(StoredMessage::from_record(view))
-        })?;
+        self.visit_by_key(query, |view| found.push(StoredMessage::from_record(view)))?;
         Ok(found)
     }
 
@@ -214,27 +205,16 @@ impl Store {
     /// returns how many.
     pub fn visit_by_key(
         &self,
-        topic: &str,
-        key: &str,
-        begin: i64,
-        end: Option<i64>,
-        max_count: usize,
+        query: &KeyQuery<'_>,
         visit: impl FnMut(&RecordView<'_>),
     ) -> Result<usize> {
         self.check_open()?;
-        self.known_topic(topic)?;
-        let query = crate::lookup::KeyQuery {
-            topic,
-            key,
-            begin,
-            end: end.unwrap_or(i64::MAX),
-            max_count,
-        };
+        self.known_topic(query.topic)?;
         crate::lookup::visit_by_key(
             &self.inner.commit_log,
             &self.inner.index,
             self.readable_end(),
-            &query,
+            query,
             visit,
         )
     }
