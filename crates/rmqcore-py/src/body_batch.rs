@@ -51,13 +51,6 @@ impl BodyColumns {
     }
 }
 
-/// Where a read ended, as `PullResult` reports it.
-pub struct ReadEnd {
-    pub next_offset: i64,
-    pub min_offset: i64,
-    pub max_offset: i64,
-}
-
 #[pyclass(name = "BodyBatch", module = "rmq._rmqcore", frozen)]
 pub struct PyBodyBatch {
     /// Every body, one after the other.
@@ -79,7 +72,7 @@ pub struct PyBodyBatch {
 }
 
 impl PyBodyBatch {
-    pub fn new(py: Python<'_>, columns: BodyColumns, end: ReadEnd) -> PyResult<Self> {
+    pub fn new(py: Python<'_>, columns: BodyColumns, end: &rmqcore::Pulled) -> PyResult<Self> {
         Ok(PyBodyBatch {
             count: columns.queue_offsets.len(),
             data: PyColumnBuffer::of_bytes(py, columns.data)?,

@@ -22,8 +22,6 @@ mod send_future;
 mod send_result;
 mod shard_server;
 mod store;
-mod store_metrics;
-mod store_tier;
 mod tier_reader;
 mod transport;
 mod verify_report;

@@ -16,7 +16,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use rmqcore::consume_queue::QueueTraffic;
-use rmqcore::{MessageDraft, Store, StoreOptions};
+use rmqcore::{MessageDraft, PullQuery, Store, StoreOptions};
 
 const TOPIC: &str = "cost";
 
@@ -40,7 +40,7 @@ fn measure_pull_32(store: &Store, calls: usize) {
     let mut offset = 0;
     for _ in 0..calls {
         let pulled = store
-            .pull_each(TOPIC, 1, offset, 32, None, None, |view| {
+            .pull_each(PullQuery::new(TOPIC, 1, offset, 32), |view| {
                 black_box(view.body.len());
             })
             .unwrap();

@@ -28,4 +28,4 @@ pub mod verify;
 pub use error::{Error, Result};
 pub use options::{ConsumeQueueType, FlushMode, StoreOptions};
 pub use record::message::{MessageDraft, PutResult, StoredMessage};
-pub use store::{PullResult, Pulled, Store};
+pub use store::{PullQuery, PullResult, Pulled, Store};

@@ -20,12 +20,32 @@ use crate::record::RecordView;
 
 /// A key lookup: messages of `topic` stored in `[begin, end]` whose `KEYS` tokens or
 /// `UNIQ_KEY` include `key`, newest first, at most `max_count`.
+#[derive(Debug, Clone, Copy)]
 pub struct KeyQuery<'a> {
     pub topic: &'a str,
     pub key: &'a str,
     pub begin: i64,
     pub end: i64,
     pub max_count: usize,
+}
+
+impl<'a> KeyQuery<'a> {
+    /// Whenever they were stored.
+    pub fn new(topic: &'a str, key: &'a str, max_count: usize) -> Self {
+        KeyQuery {
+            topic,
+            key,
+            begin: 0,
+            end: i64::MAX,
+            max_count,
+        }
+    }
+
+    /// Only those stored in `[begin, end]`; no `end`: up to now.
+    pub fn stored_between(self, begin: i64, end: Option<i64>) -> Self {
+        let end = end.unwrap_or(i64::MAX);
+        KeyQuery { begin, end, ..self }
+    }
 }
 
 /// The records answering `query`, handed to `visit` as views of the log (CRC checked), so

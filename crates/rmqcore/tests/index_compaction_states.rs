@@ -9,6 +9,7 @@ use std::time::Duration;
 use rmqcore::index::compacted::CompactedIndexFile;
 use rmqcore::index::file::IndexFile;
 use rmqcore::index::layout::IndexGeometry;
+use rmqcore::lookup::KeyQuery;
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
 mod support;
@@ -32,7 +33,7 @@ fn answers(store: &Store) -> Vec<Vec<i64>> {
     (0..12)
         .map(|n| {
             store
-                .query_by_key("T", &format!("k{n}"), 0, None, 1000)
+                .query_by_key(&KeyQuery::new("T", &format!("k{n}"), 1000))
                 .unwrap()
                 .iter()
                 .map(|m| m.commitlog_offset)

@@ -3,6 +3,7 @@
 //! max_count and time bounds.
 
 use rmqcore::index::index_keys;
+use rmqcore::lookup::KeyQuery;
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
 fn options() -> StoreOptions {
@@ -51,7 +52,7 @@ fn query(
     max: usize,
 ) -> Vec<i64> {
     store
-        .query_by_key(topic, key, begin, end, max)
+        .query_by_key(&KeyQuery::new(topic, key, max).stored_between(begin, end))
         .unwrap()
         .iter()
         .map(|m| m.commitlog_offset)
@@ -106,7 +107,7 @@ fn queries_equal_a_scan_of_the_log() {
         }
     }
     // "Aa" and "BB" share a hash and slot; neither query returns the other's messages.
-    let aa = store.query_by_key("T", "Aa", 0, None, 1000).unwrap();
+    let aa = store.query_by_key(&KeyQuery::new("T", "Aa", 1000)).unwrap();
     assert!(
         !aa.is_empty()
             && aa
@@ -115,7 +116,9 @@ fn queries_equal_a_scan_of_the_log() {
     );
 
     // Time bounds are inclusive and exact to the millisecond.
-    let all = store.query_by_key("T", "shared", 0, None, 1000).unwrap();
+    let all = store
+        .query_by_key(&KeyQuery::new("T", "shared", 1000))
+        .unwrap();
     let times: Vec<i64> = all.iter().map(|m| m.store_timestamp).collect();
     for &edge in &[times[0], times[times.len() / 2], *times.last().unwrap()] {
         for (begin, end) in [
@@ -153,20 +156,23 @@ fn bad_queries_are_errors_not_empty_answers() {
         )
         .unwrap();
     assert!(matches!(
-        store.query_by_key("Unknown", "a", 0, None, 5),
+        store.query_by_key(&KeyQuery::new("Unknown", "a", 5)),
         Err(rmqcore::Error::NotFound(_))
     ));
     assert!(matches!(
-        store.query_by_key("T", "", 0, None, 5),
+        store.query_by_key(&KeyQuery::new("T", "", 5)),
         Err(rmqcore::Error::InvalidArgument { .. })
     ));
     assert!(matches!(
-        store.query_by_key("T", "a", 0, None, 0),
+        store.query_by_key(&KeyQuery::new("T", "a", 0)),
         Err(rmqcore::Error::InvalidArgument { .. })
     ));
     assert!(matches!(
-        store.query_by_key("T", "a", 10, Some(5), 5),
+        store.query_by_key(&KeyQuery::new("T", "a", 5).stored_between(10, Some(5))),
         Err(rmqcore::Error::InvalidArgument { .. })
     ));
-    assert_eq!(store.query_by_key("T", "b", 0, None, 5).unwrap(), vec![]);
+    assert_eq!(
+        store.query_by_key(&KeyQuery::new("T", "b", 5)).unwrap(),
+        vec![]
+    );
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 use rmqcore::config::checkpoint::Checkpoint;
 use rmqcore::index::index_keys;
 use rmqcore::index::layout::{IndexGeometry, ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE};
+use rmqcore::lookup::KeyQuery;
 use rmqcore::{MessageDraft, Store, StoreOptions};
 
 mod support;
@@ -75,7 +76,7 @@ fn assert_index_matches_log(store: &Store) {
             .unwrap();
         expected.reverse();
         let found: Vec<i64> = store
-            .query_by_key("T", &key, 0, None, 10_000)
+            .query_by_key(&KeyQuery::new("T", &key, 10_000))
             .unwrap()
             .iter()
             .map(|m| m.commitlog_offset)

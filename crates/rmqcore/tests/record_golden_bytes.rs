@@ -1,7 +1,9 @@
 //! The format reference's worked example (§1.9) encoded byte for byte.
 
+mod records;
+
+use records::record_input;
 use rmqcore::big_endian::{read_i16, read_i32, read_i64};
-use rmqcore::record::body_crc::body_crc;
 use rmqcore::record::properties::encode_properties;
 use rmqcore::record::{
     decode_record, encode_record, record_length, Decoded, Placement, RecordInput, MAGIC_V1,
@@ -16,18 +18,11 @@ const PROPERTIES: [(&str, &str); 4] = [
 
 fn example(properties: &[u8]) -> RecordInput<'_> {
     RecordInput {
-        topic: "TopicTest",
         queue_id: 3,
-        flag: 0,
-        body: b"Hello RocketMQ",
-        body_crc: body_crc(b"Hello RocketMQ"),
-        properties,
-        sys_flag: 0,
         born_timestamp: 1_700_000_000_000,
         born_host: "10.0.0.1:50000".parse().unwrap(),
         store_host: "192.168.0.10:10911".parse().unwrap(),
-        reconsume_times: 0,
-        prepared_transaction_offset: 0,
+        ..record_input("TopicTest", b"Hello RocketMQ", properties)
     }
 }
 

@@ -2,12 +2,14 @@
 //! in the middle (reported, with every record before it returned), a torn tail, range
 //! limits, split points and batch limits.
 
+mod records;
+
 use std::collections::HashSet;
 use std::path::PathBuf;
 
+use records::record_input;
 use rmqcore::files::segment::segment_file_name;
-use rmqcore::record::body_crc::body_crc;
-use rmqcore::record::{encode_blank, encode_record, record_length, Placement, RecordInput};
+use rmqcore::record::{encode_blank, encode_record, record_length, Placement};
 use rmqcore::segment_decoder::{
     BatchOptions, ColumnSelection, RecordFilter, SegmentDecoder, SegmentEnd,
 };
@@ -22,20 +24,7 @@ fn records(count: usize, body_length: usize) -> (Vec<u8>, Vec<usize>) {
     let mut position = 0;
     for index in 0..count {
         let body = vec![index as u8; body_length];
-        let input = RecordInput {
-            topic: if index % 2 == 0 { "a" } else { "b" },
-            queue_id: 0,
-            flag: 0,
-            body: &body,
-            body_crc: body_crc(&body),
-            properties: b"",
-            sys_flag: 0,
-            born_timestamp: 0,
-            born_host: "127.0.0.1:1".parse().unwrap(),
-            store_host: "127.0.0.1:10911".parse().unwrap(),
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-        };
+        let input = record_input(if index % 2 == 0 { "a" } else { "b" }, &body, b"");
         let length = record_length(&input);
         let placement = Placement {
             queue_offset: index as i64,

@@ -1,9 +1,12 @@
 //! The segment decoder reads every record layout of format §1.2 into the same values the
 //! store reads back: V1 and V2 topics, IPv4 and IPv6 hosts, RocketMQ 5's CRC property.
 
+mod records;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use records::record_input;
 use rmqcore::files::segment::segment_file_name;
 use rmqcore::record::body_crc::body_crc;
 use rmqcore::record::crc_property::{encode_crc_digits, CRC_PROPERTY_LENGTH, CRC_PROPERTY_NAME};
@@ -51,18 +54,13 @@ fn write_segment(specs: &[Spec]) -> (tempfile::TempDir, PathBuf) {
             properties.push(0x02);
         }
         let input = RecordInput {
-            topic: &spec.topic,
             queue_id: index as i32,
             flag: 7,
-            body: &spec.body,
-            body_crc: body_crc(&spec.body),
-            properties: &properties,
-            sys_flag: 0,
             born_timestamp: 1_700_000_000_000 + index as i64,
             born_host: spec.born_host,
             store_host: spec.store_host,
             reconsume_times: 2,
-            prepared_transaction_offset: 0,
+            ..record_input(&spec.topic, &spec.body, &properties)
         };
         let length = record_length(&input);
         let placement = Placement {

@@ -3,7 +3,7 @@
 
 use rmqcore::big_endian::read_i32;
 use rmqcore::record::{record_length, BLANK_MAGIC};
-use rmqcore::{MessageDraft, Store, StoreOptions};
+use rmqcore::{MessageDraft, PullQuery, Store, StoreOptions};
 
 fn options() -> StoreOptions {
     StoreOptions {
@@ -98,7 +98,7 @@ fn messages_survive_reopening_across_rolls() {
     }
     let store = Store::open(dir.path(), options()).unwrap();
     assert!(store.commit_log().segments().segments().len() > 5);
-    let pulled = store.pull("Roll", 1, 0, 1000, None, None).unwrap();
+    let pulled = store.pull(PullQuery::new("Roll", 1, 0, 1000)).unwrap();
     let read: Vec<Vec<u8>> = pulled.messages.into_iter().map(|m| m.body).collect();
     assert_eq!(read, bodies);
 }

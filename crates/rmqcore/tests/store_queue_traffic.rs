@@ -4,7 +4,7 @@
 
 use rmqcore::consume_queue::TrafficSnapshot;
 use rmqcore::tag_filter::TagFilter;
-use rmqcore::{ConsumeQueueType, MessageDraft, Store, StoreOptions};
+use rmqcore::{ConsumeQueueType, MessageDraft, PullQuery, Store, StoreOptions};
 
 fn open(root: &std::path::Path, form: ConsumeQueueType) -> Store {
     let options = StoreOptions {
@@ -62,21 +62,25 @@ fn check_form(form: ConsumeQueueType) {
     // an empty poll at its end, and one read of audit capped at 15 bytes (one message).
     assert_eq!(
         store
-            .pull("orders", 0, 0, 2, None, None)
+            .pull(PullQuery::new("orders", 0, 0, 2))
             .unwrap()
             .messages
             .len(),
         2
     );
     let only_a = TagFilter::new(["a"]).unwrap();
-    let filtered = store.pull("orders", 0, 2, 32, Some(&only_a), None).unwrap();
+    let filtered = store
+        .pull(PullQuery::new("orders", 0, 2, 32).with_filter(Some(&only_a)))
+        .unwrap();
     assert_eq!(filtered.messages.len(), 2);
     assert!(store
-        .pull("orders", 0, 5, 32, None, None)
+        .pull(PullQuery::new("orders", 0, 5, 32))
         .unwrap()
         .messages
         .is_empty());
-    let capped = store.pull("audit", 0, 0, 32, None, Some(15)).unwrap();
+    let capped = store
+        .pull(PullQuery::new("audit", 0, 0, 32).with_max_bytes(Some(15)))
+        .unwrap();
     assert_eq!(capped.messages.len(), 1);
 
     assert_eq!(

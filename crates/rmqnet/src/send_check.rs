@@ -7,7 +7,7 @@
 use rmqcore::record::message_rules::check_message_fields;
 use rmqcore::MessageDraft;
 
-use crate::shard::Limits;
+use crate::shard_limits::Limits;
 use crate::status::Refusal;
 
 pub fn check_batch(messages: &[MessageDraft<'_>], limits: &Limits) -> Result<(), Refusal> {

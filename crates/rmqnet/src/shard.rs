@@ -16,21 +16,9 @@ use crate::codec::batches;
 use crate::codec::send::{decode_request, encode_send_response, DecodedRequest};
 use crate::grpc::{self, Body};
 use crate::send_check::check_batch;
+use crate::shard_limits::Limits;
 use crate::signals::QueueSignals;
 use crate::status::Refusal;
-
-/// The bounds the Python broker enforces (`rmq.broker.validation.Limits`).
-#[derive(Debug, Clone)]
-pub struct Limits {
-    pub max_body_bytes: usize,
-    pub max_batch_messages: usize,
-    pub max_batch_bytes: usize,
-    pub default_pull_messages: usize,
-    pub max_pull_messages: usize,
-    pub default_pull_bytes: usize,
-    pub max_pull_bytes: usize,
-    pub max_wait_ms: u64,
-}
 
 /// What a handler that may leave a request to the Python server does with it (the
 /// RocketMQ v2 consume side); rmq.v1's sends and pulls are always answered.

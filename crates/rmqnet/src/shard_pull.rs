@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use http::Response;
 use prost::Message as _;
-use rmqcore::{Error, Store};
+use rmqcore::{Error, PullQuery, Store};
 
 use crate::codec::pull::{response_tail, PullEncoder};
 use crate::grpc::{self, Body};
@@ -89,15 +89,10 @@ impl Shard {
                     (Arc::clone(&store), topic.clone(), filter.clone());
                 let pulled = tokio::task::spawn_blocking(move || {
                     let mut encoder = PullEncoder::default();
-                    let pulled = reader.pull_each(
-                        &topic_owned,
-                        queue_id,
-                        offset,
-                        max_messages,
-                        filter.as_ref(),
-                        Some(max_bytes),
-                        |view| encoder.push(view),
-                    )?;
+                    let query = PullQuery::new(&topic_owned, queue_id, offset, max_messages)
+                        .with_filter(filter.as_ref())
+                        .with_max_bytes(Some(max_bytes));
+                    let pulled = reader.pull_each(query, |view| encoder.push(view))?;
                     Ok::<_, Error>((pulled, encoder.finish()))
                 })
                 .await

@@ -4,13 +4,15 @@
 //! Here is what makes a `Store` object: its constructor (every keyword of `rmq.Store`
 //! turned into `StoreOptions`), its properties and its closing. Its methods are grouped
 //! by what they do to the store, each group in its own file: `write.rs`, `read.rs`,
-//! `admin.rs`, `test_hooks.rs`, with the tier's in `store_tier.rs` and the metrics in
-//! `store_metrics.rs` beside this folder.
+//! `admin.rs`, `test_hooks.rs`, `tier.rs` (its options, status and uploads) and
+//! `metrics.rs`.
 
 mod admin;
 mod columns;
+mod metrics;
 mod read;
 mod test_hooks;
+mod tier;
 mod write;
 
 use std::path::PathBuf;
@@ -116,7 +118,7 @@ impl PyStore {
         local_retention_hours: Option<f64>,
         tier_retention_hours: Option<f64>,
     ) -> PyResult<Self> {
-        let tier = crate::store_tier::tier_options(
+        let tier = tier::tier_options(
             py,
             tier_url,
             tier_endpoint,

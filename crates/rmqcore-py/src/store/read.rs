@@ -7,10 +7,12 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
+use rmqcore::lookup::KeyQuery;
 use rmqcore::record::RecordView;
 use rmqcore::tag_filter::TagFilter;
+use rmqcore::PullQuery;
 
-use crate::body_batch::{BodyColumns, PyBodyBatch, ReadEnd};
+use crate::body_batch::{BodyColumns, PyBodyBatch};
 use crate::errors::{invalid, without_gil};
 use crate::message::{checked_i32, PyMessage};
 use crate::read_records::ReadRecords;
@@ -18,30 +20,22 @@ use rmqnet::codec::pull::PullEncoder;
 
 use super::{usize_option, PyStore};
 
-#[pyclass(name = "PullResult", module = "rmq._rmqcore", frozen)]
+#[pyclass(name = "PullResult", module = "rmq._rmqcore", frozen, get_all)]
 pub struct PyPullResult {
-    #[pyo3(get)]
     messages: Py<PyList>,
-    #[pyo3(get)]
     next_offset: i64,
-    #[pyo3(get)]
     min_offset: i64,
-    #[pyo3(get)]
     max_offset: i64,
 }
 
-/// A pull whose messages are already encoded for the broker's wire (`pull_encoding.rs`).
-#[pyclass(name = "EncodedPull", module = "rmq._rmqcore", frozen)]
+/// A pull whose messages are already encoded for the broker's wire (rmqnet's
+/// `codec/pull.rs`).
+#[pyclass(name = "EncodedPull", module = "rmq._rmqcore", frozen, get_all)]
 pub struct PyEncodedPull {
-    #[pyo3(get)]
     messages: Py<PyBytes>,
-    #[pyo3(get)]
     count: usize,
-    #[pyo3(get)]
     next_offset: i64,
-    #[pyo3(get)]
     min_offset: i64,
-    #[pyo3(get)]
     max_offset: i64,
 }
 
@@ -58,30 +52,44 @@ fn tag_filter(py: Python<'_>, tags: Option<&Bound<'_, PyAny>>) -> PyResult<Optio
     Ok(TagFilter::new(list))
 }
 
-/// `pull`'s arguments as the engine takes them.
-struct PullArguments {
+/// A queue read's arguments as the engine takes them: the one conversion `get`, `pull`,
+/// `pull_encoded` and `read_bodies` share, so that they cannot drift apart in what they
+/// accept.
+struct PullArguments<'a> {
+    topic: &'a str,
     queue_id: i32,
+    offset: i64,
     max_count: usize,
     max_bytes: Option<usize>,
     filter: Option<TagFilter>,
 }
 
-impl PullArguments {
+impl<'a> PullArguments<'a> {
     fn convert(
         py: Python<'_>,
+        topic: &'a str,
         queue_id: i64,
+        offset: i64,
         max_count: i64,
         tags: Option<&Bound<'_, PyAny>>,
         max_bytes: Option<i64>,
     ) -> PyResult<Self> {
         Ok(PullArguments {
+            topic,
             queue_id: checked_i32(py, "queue_id", queue_id)?,
+            offset,
             max_count: usize_option(py, "max_count", max_count)?,
             max_bytes: max_bytes
                 .map(|limit| usize_option(py, "max_bytes", limit))
                 .transpose()?,
             filter: tag_filter(py, tags)?,
         })
+    }
+
+    fn query(&self) -> PullQuery<'_> {
+        PullQuery::new(self.topic, self.queue_id, self.offset, self.max_count)
+            .with_filter(self.filter.as_ref())
+            .with_max_bytes(self.max_bytes)
     }
 }
 
@@ -92,6 +100,49 @@ fn records_to_list(py: Python<'_>, records: ReadRecords) -> PyResult<Py<PyList>>
         .map(|record| Py::new(py, PyMessage::from_record(record)))
         .collect::<PyResult<Vec<_>>>()?;
     Ok(PyList::new(py, objects)?.unbind())
+}
+
+/// The reads of a queue that take `pull`'s arguments, declared with that one signature:
+/// each converts the arguments once (`PullArguments`) and hands them to the `PyStore`
+/// method that reads and answers in its own form.
+macro_rules! queue_reads {
+    ($($(#[$doc:meta])* fn $name:ident -> $answer:ty = $read:ident;)+) => {
+        #[pymethods]
+        impl PyStore {
+            $(
+                $(#[$doc])*
+                #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None, max_bytes = None))]
+                #[expect(
+                    clippy::too_many_arguments,
+                    reason = "mirrors the Python keyword arguments"
+                )]
+                fn $name(
+                    &self,
+                    py: Python<'_>,
+                    topic: &str,
+                    queue_id: i64,
+                    offset: i64,
+                    max_count: i64,
+                    tags: Option<&Bound<'_, PyAny>>,
+                    max_bytes: Option<i64>,
+                ) -> PyResult<$answer> {
+                    let arguments = PullArguments::convert(
+                        py, topic, queue_id, offset, max_count, tags, max_bytes,
+                    )?;
+                    self.$read(py, &arguments)
+                }
+            )+
+        }
+    };
+}
+
+queue_reads! {
+    fn pull -> PyPullResult = read_pull_result;
+    /// The messages already encoded for the broker's wire, without a Python object per
+    /// message.
+    fn pull_encoded -> PyEncodedPull = read_encoded;
+    /// The bodies alone, in one buffer (`BodyBatch`): a bulk reader's form of `pull`.
+    fn read_bodies -> PyBodyBatch = read_body_batch;
 }
 
 #[pymethods]
@@ -106,105 +157,10 @@ impl PyStore {
         max_count: i64,
         tags: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyList>> {
-        let (records, _) = self.pull_inner(py, topic, queue_id, offset, max_count, tags, None)?;
+        let arguments = PullArguments::convert(py, topic, queue_id, offset, max_count, tags, None)?;
+        let (records, _) =
+            self.pull_into(py, &arguments, ReadRecords::default(), ReadRecords::push)?;
         records_to_list(py, records)
-    }
-
-    #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None, max_bytes = None))]
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "mirrors the Python keyword arguments"
-    )]
-    fn pull(
-        &self,
-        py: Python<'_>,
-        topic: &str,
-        queue_id: i64,
-        offset: i64,
-        max_count: i64,
-        tags: Option<&Bound<'_, PyAny>>,
-        max_bytes: Option<i64>,
-    ) -> PyResult<PyPullResult> {
-        let (records, pulled) =
-            self.pull_inner(py, topic, queue_id, offset, max_count, tags, max_bytes)?;
-        Ok(PyPullResult {
-            next_offset: pulled.next_offset,
-            min_offset: pulled.min_offset,
-            max_offset: pulled.max_offset,
-            messages: records_to_list(py, records)?,
-        })
-    }
-
-    #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None, max_bytes = None))]
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "mirrors the Python keyword arguments"
-    )]
-    fn pull_encoded(
-        &self,
-        py: Python<'_>,
-        topic: &str,
-        queue_id: i64,
-        offset: i64,
-        max_count: i64,
-        tags: Option<&Bound<'_, PyAny>>,
-        max_bytes: Option<i64>,
-    ) -> PyResult<PyEncodedPull> {
-        let PullArguments {
-            queue_id,
-            max_count,
-            max_bytes,
-            filter,
-        } = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
-        let store = &self.inner;
-        let (pulled, encoded) = without_gil(py, || {
-            let mut encoder = PullEncoder::default();
-            let pulled = store.pull_each(
-                topic,
-                queue_id,
-                offset,
-                max_count,
-                filter.as_ref(),
-                max_bytes,
-                |view| encoder.push(view),
-            )?;
-            Ok((pulled, encoder.finish()))
-        })?;
-        Ok(PyEncodedPull {
-            messages: PyBytes::new(py, &encoded).unbind(),
-            count: pulled.count,
-            next_offset: pulled.next_offset,
-            min_offset: pulled.min_offset,
-            max_offset: pulled.max_offset,
-        })
-    }
-
-    /// The bodies alone, in one buffer (`BodyBatch`): a bulk reader's form of `pull`.
-    #[pyo3(signature = (topic, queue_id, offset, max_count = 32, *, tags = None, max_bytes = None))]
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "mirrors the Python keyword arguments"
-    )]
-    fn read_bodies(
-        &self,
-        py: Python<'_>,
-        topic: &str,
-        queue_id: i64,
-        offset: i64,
-        max_count: i64,
-        tags: Option<&Bound<'_, PyAny>>,
-        max_bytes: Option<i64>,
-    ) -> PyResult<PyBodyBatch> {
-        let arguments = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
-        let columns = BodyColumns::with_capacity(arguments.max_count);
-        let (columns, pulled) =
-            self.pull_into(py, topic, offset, arguments, columns, BodyColumns::push)?;
-        let end = ReadEnd {
-            next_offset: pulled.next_offset,
-            min_offset: pulled.min_offset,
-            max_offset: pulled.max_offset,
-        };
-        PyBodyBatch::new(py, columns, end)
     }
 
     fn get_at(&self, py: Python<'_>, commitlog_offset: i64) -> PyResult<PyMessage> {
@@ -230,7 +186,8 @@ impl PyStore {
         // finding the record).
         let records = without_gil(py, || {
             let mut records = ReadRecords::default();
-            store.visit_by_key(topic, key, begin, end, max_count, |view| records.push(view))?;
+            let query = KeyQuery::new(topic, key, max_count).stored_between(begin, end);
+            store.visit_by_key(&query, |view| records.push(view))?;
             Ok(records)
         })?;
         records_to_list(py, records)
@@ -256,26 +213,45 @@ impl PyStore {
 }
 
 impl PyStore {
-    #[expect(clippy::too_many_arguments, reason = "shared body of get and pull")]
-    fn pull_inner(
+    fn read_pull_result(
         &self,
         py: Python<'_>,
-        topic: &str,
-        queue_id: i64,
-        offset: i64,
-        max_count: i64,
-        tags: Option<&Bound<'_, PyAny>>,
-        max_bytes: Option<i64>,
-    ) -> PyResult<(ReadRecords, rmqcore::Pulled)> {
-        let arguments = PullArguments::convert(py, queue_id, max_count, tags, max_bytes)?;
-        self.pull_into(
-            py,
-            topic,
-            offset,
-            arguments,
-            ReadRecords::default(),
-            ReadRecords::push,
-        )
+        arguments: &PullArguments<'_>,
+    ) -> PyResult<PyPullResult> {
+        let (records, pulled) =
+            self.pull_into(py, arguments, ReadRecords::default(), ReadRecords::push)?;
+        Ok(PyPullResult {
+            messages: records_to_list(py, records)?,
+            next_offset: pulled.next_offset,
+            min_offset: pulled.min_offset,
+            max_offset: pulled.max_offset,
+        })
+    }
+
+    fn read_encoded(
+        &self,
+        py: Python<'_>,
+        arguments: &PullArguments<'_>,
+    ) -> PyResult<PyEncodedPull> {
+        let (encoder, pulled) =
+            self.pull_into(py, arguments, PullEncoder::default(), PullEncoder::push)?;
+        Ok(PyEncodedPull {
+            messages: PyBytes::new(py, &encoder.finish()).unbind(),
+            count: pulled.count,
+            next_offset: pulled.next_offset,
+            min_offset: pulled.min_offset,
+            max_offset: pulled.max_offset,
+        })
+    }
+
+    fn read_body_batch(
+        &self,
+        py: Python<'_>,
+        arguments: &PullArguments<'_>,
+    ) -> PyResult<PyBodyBatch> {
+        let columns = BodyColumns::with_capacity(arguments.max_count);
+        let (columns, pulled) = self.pull_into(py, arguments, columns, BodyColumns::push)?;
+        PyBodyBatch::new(py, columns, &pulled)
     }
 
     /// One engine read of a queue (CRC checked on each record, GIL released), each record
@@ -283,29 +259,14 @@ impl PyStore {
     fn pull_into<C: Send>(
         &self,
         py: Python<'_>,
-        topic: &str,
-        offset: i64,
-        arguments: PullArguments,
+        arguments: &PullArguments<'_>,
         mut collector: C,
         push: impl Fn(&mut C, &RecordView<'_>) + Send,
     ) -> PyResult<(C, rmqcore::Pulled)> {
-        let PullArguments {
-            queue_id,
-            max_count,
-            max_bytes,
-            filter,
-        } = arguments;
         let store = &self.inner;
+        let query = arguments.query();
         without_gil(py, move || {
-            let pulled = store.pull_each(
-                topic,
-                queue_id,
-                offset,
-                max_count,
-                filter.as_ref(),
-                max_bytes,
-                |view| push(&mut collector, view),
-            )?;
+            let pulled = store.pull_each(query, |view| push(&mut collector, view))?;
             Ok((collector, pulled))
         })
     }

@@ -4,6 +4,7 @@
 //! without it.
 
 use std::borrow::Cow;
+use std::net::SocketAddr;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -16,6 +17,14 @@ use crate::put_result::{PyPutResult, PyPutResults};
 use crate::store::columns::Columns;
 
 use super::PyStore;
+
+/// `born_host=` as an address: given as `"host:port"`, refused with the engine's words.
+fn parsed_born_host(py: Python<'_>, born_host: Option<&str>) -> PyResult<Option<SocketAddr>> {
+    born_host
+        .map(|host| parse_host("born_host", host))
+        .transpose()
+        .map_err(|error| to_py_err(py, error))
+}
 
 #[pymethods]
 impl PyStore {
@@ -45,10 +54,7 @@ impl PyStore {
             properties: extract_properties(py, properties)?,
             flag: checked_i32(py, "flag", flag)?,
             born_timestamp,
-            born_host: born_host
-                .map(|host| parse_host("born_host", host))
-                .transpose()
-                .map_err(|error| to_py_err(py, error))?,
+            born_host: parsed_born_host(py, born_host)?,
         };
         let store = &self.inner;
         without_gil(py, || store.put(topic, queue_id, &draft)).map(PyPutResult::from)
@@ -70,10 +76,7 @@ impl PyStore {
         born_host: Option<&str>,
     ) -> PyResult<PyPutResults> {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
-        let born_host = born_host
-            .map(|host| parse_host("born_host", host))
-            .transpose()
-            .map_err(|error| to_py_err(py, error))?;
+        let born_host = parsed_born_host(py, born_host)?;
         let items: Vec<Bound<'_, PyAny>> = messages
             .try_iter()
             .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?

@@ -39,6 +39,8 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use crate::big_endian::{read_i32, read_i64, write_i32, write_i64};
 use crate::error::{Error, Result};
 use crate::files::mapped_file::MappedFile;
@@ -69,7 +71,11 @@ pub const ENTRY_PHY_OFFSET_AT: usize = 8;
 const _: () = assert!(ENTRY_PHY_OFFSET_AT + 8 == ENTRY_SIZE);
 const _: () = assert!(HEADER_SIZE % 8 == 0 && SLOT_SIZE % 8 == 0);
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The header's fields. The tier state (format §7.2) keeps the fields a query needs under
+/// their names here; it leaves out the two that tie a file to its local source and its
+/// own bytes, since a tiered copy is checked by its whole CRC32 instead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CompactedHeader {
     pub begin_timestamp: i64,
     pub end_timestamp: i64,
@@ -77,7 +83,9 @@ pub struct CompactedHeader {
     pub end_phy_offset: i64,
     pub slot_count: u32,
     pub entry_count: u32,
+    #[serde(skip)]
     pub source_index_count: i32,
+    #[serde(skip)]
     pub body_crc: u32,
 }
 

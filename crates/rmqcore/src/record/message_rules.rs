@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::record::crc_property::CRC_PROPERTY_NAME;
-use crate::record::properties::{
+use crate::record::property_format::{
     KEY_SEPARATOR, NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR, PROPERTY_TAGS,
 };
 

@@ -11,6 +11,7 @@ pub mod message;
 pub mod message_rules;
 pub mod msg_id;
 pub mod properties;
+pub mod property_format;
 mod view;
 
 pub use view::{decode_record, stored_text, DecodeError, Decoded, RecordView};

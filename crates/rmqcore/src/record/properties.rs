@@ -3,16 +3,10 @@
 use crate::error::{Error, Result};
 use crate::record::message_rules::check_property_text;
 
-pub const NAME_VALUE_SEPARATOR: u8 = 0x01;
-pub const PROPERTY_SEPARATOR: u8 = 0x02;
-
-pub const PROPERTY_TAGS: &str = "TAGS";
-pub const PROPERTY_KEYS: &str = "KEYS";
-pub const PROPERTY_UNIQ_KEY: &str = "UNIQ_KEY";
-pub const KEY_SEPARATOR: char = ' ';
-
-/// Java reads the properties length as a short.
-pub const MAX_PROPERTIES_LENGTH: usize = i16::MAX as usize;
+pub use super::property_format::{
+    KEY_SEPARATOR, MAX_PROPERTIES_LENGTH, NAME_VALUE_SEPARATOR, PROPERTY_KEYS, PROPERTY_SEPARATOR,
+    PROPERTY_TAGS, PROPERTY_UNIQ_KEY,
+};
 
 /// Encode entries in the given order. Names must be non-empty and values non-empty:
 /// RocketMQ's parser drops anything else, so storing it would lose it silently.

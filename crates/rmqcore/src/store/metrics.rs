@@ -106,19 +106,13 @@ impl Default for StoreMetrics {
 
 impl StoreMetrics {
     pub(super) fn put(&self, messages: usize, body_bytes: usize, took: Duration) {
-        self.messages_put
-            .fetch_add(messages as u64, Ordering::Relaxed);
-        self.body_bytes_put
-            .fetch_add(body_bytes as u64, Ordering::Relaxed);
-        self.put_latency_us.observe(took.as_micros() as u64);
+        let counters = [&self.messages_put, &self.body_bytes_put];
+        count_call(counters, &self.put_latency_us, messages, body_bytes, took);
     }
 
     pub(super) fn pulled(&self, messages: usize, body_bytes: usize, took: Duration) {
-        self.messages_read
-            .fetch_add(messages as u64, Ordering::Relaxed);
-        self.body_bytes_read
-            .fetch_add(body_bytes as u64, Ordering::Relaxed);
-        self.pull_latency_us.observe(took.as_micros() as u64);
+        let counters = [&self.messages_read, &self.body_bytes_read];
+        count_call(counters, &self.pull_latency_us, messages, body_bytes, took);
     }
 
     pub(super) fn retention_ran(&self, report: &crate::retention::RetentionReport) {
@@ -209,6 +203,20 @@ impl Store {
         queues.sort_by(|a, b| (&a.topic, a.queue_id).cmp(&(&b.topic, b.queue_id)));
         queues
     }
+}
+
+/// One put or pull: its messages and body bytes added to their counters, its time to its
+/// latency histogram.
+fn count_call(
+    counters: [&AtomicU64; 2],
+    latency_us: &Histogram<14>,
+    messages: usize,
+    body_bytes: usize,
+    took: Duration,
+) {
+    counters[0].fetch_add(messages as u64, Ordering::Relaxed);
+    counters[1].fetch_add(body_bytes as u64, Ordering::Relaxed);
+    latency_us.observe(took.as_micros() as u64);
 }
 
 #[cfg(test)]

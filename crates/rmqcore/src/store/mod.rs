@@ -30,6 +30,7 @@ mod background;
 mod lost_segment;
 mod maintenance;
 mod metrics;
+mod pull_query;
 mod read;
 mod read_ahead;
 mod tier_retention;
@@ -39,7 +40,7 @@ mod tiering_queues;
 mod write;
 
 pub use metrics::{HistogramSnapshot, MetricsSnapshot, QueueTrafficSnapshot};
-pub use read::{PullResult, Pulled};
+pub use pull_query::{PullQuery, PullResult, Pulled};
 pub use tier_status::{SegmentTier, TierStatus};
 
 struct StoreInner {
@@ -206,40 +207,19 @@ impl Store {
                 .commit_log
                 .start_warming(inner.options.warm_ahead_bytes)?;
         }
-        let flush_thread = if writable {
-            let background = Arc::clone(&inner);
-            Some(
-                std::thread::Builder::new()
-                    .name("rmq-flush".into())
-                    .spawn(move || background.flush_loop())
-                    .map_err(|error| Error::io(root, error))?,
-            )
-        } else {
-            None
-        };
+        let flush_thread = writable
+            .then(|| spawn_background(&inner, root, "rmq-flush", StoreInner::flush_loop))
+            .transpose()?;
         let retention_thread = if writable {
             inner.disk.refresh()?;
-            let background = Arc::clone(&inner);
-            Some(
-                std::thread::Builder::new()
-                    .name("rmq-retention".into())
-                    .spawn(move || background.retention_loop())
-                    .map_err(|error| Error::io(root, error))?,
-            )
+            let retention = StoreInner::retention_loop;
+            Some(spawn_background(&inner, root, "rmq-retention", retention)?)
         } else {
             None
         };
-        let tier_thread = if writable && inner.tier.is_some() {
-            let background = Arc::clone(&inner);
-            Some(
-                std::thread::Builder::new()
-                    .name("rmq-tier".into())
-                    .spawn(move || background.tier_loop())
-                    .map_err(|error| Error::io(root, error))?,
-            )
-        } else {
-            None
-        };
+        let tier_thread = (writable && inner.tier.is_some())
+            .then(|| spawn_background(&inner, root, "rmq-tier", StoreInner::tier_loop))
+            .transpose()?;
         let store = Store {
             inner,
             flush_thread: Mutex::new(flush_thread),
@@ -376,4 +356,19 @@ impl StoreInner {
         }
         Ok(())
     }
+}
+
+/// One of the store's background threads (flush, retention, tier), running `work` on the
+/// store's shared state until the store stops it.
+fn spawn_background(
+    inner: &Arc<StoreInner>,
+    root: &Path,
+    name: &str,
+    work: fn(&StoreInner),
+) -> Result<JoinHandle<()>> {
+    let background = Arc::clone(inner);
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || work(&background))
+        .map_err(|error| Error::io(root, error))
 }

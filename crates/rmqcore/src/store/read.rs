@@ -1,24 +1,16 @@
 //! Reading: pulls by queue offset, lookups by key, msgId and time, and queue bounds.
 
 use crate::commit_log::LogCursor;
-use crate::consume_queue::EntryCursor;
+use crate::consume_queue::{ConsumeQueue, EntryCursor};
 use crate::error::{Error, Result};
+use crate::lookup::KeyQuery;
 use crate::options::FlushMode;
 use crate::record::message::StoredMessage;
 use crate::record::RecordView;
-use crate::tag_filter::TagFilter;
 use crate::topic::validate_topic;
 
+use super::pull_query::{PullQuery, PullResult, Pulled};
 use super::{validate_queue_id, Store};
-
-/// The answer to a pull: the messages and where the next pull should start.
-#[derive(Debug, Clone)]
-pub struct PullResult {
-    pub messages: Vec<StoredMessage>,
-    pub next_offset: i64,
-    pub min_offset: i64,
-    pub max_offset: i64,
-}
 
 /// What `pull_each` did with one record it read.
 enum Step {
@@ -27,15 +19,6 @@ enum Step {
     Skip,
     /// It would pass the byte limit.
     Stop,
-}
-
-/// What `pull_each` visited: how many records, and the queue's positions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pulled {
-    pub count: usize,
-    pub next_offset: i64,
-    pub min_offset: i64,
-    pub max_offset: i64,
 }
 
 impl Store {
@@ -57,30 +40,12 @@ impl Store {
         }
     }
 
-    /// Read messages of a queue from `offset` on. With a tag filter, entries whose tag
-    /// does not match are passed over (up to a bounded number) and `next_offset` moves
-    /// past them.
-    pub fn pull(
-        &self,
-        topic: &str,
-        queue_id: i32,
-        offset: i64,
-        max_count: usize,
-        filter: Option<&TagFilter>,
-        max_bytes: Option<usize>,
-    ) -> Result<PullResult> {
+    /// Read messages of a queue, copied out (see `PullQuery` for what it may ask).
+    pub fn pull(&self, query: PullQuery<'_>) -> Result<PullResult> {
         let mut messages = Vec::new();
-        let pulled = self.pull_each(
-            topic,
-            queue_id,
-            offset,
-            max_count,
-            filter,
-            max_bytes,
-            |view| {
-                messages.push(StoredMessage::from_record(view));
-            },
-        )?;
+        let pulled = self.pull_each(query, |view| {
+            messages.push(StoredMessage::from_record(view));
+        })?;
         Ok(PullResult {
             messages,
             next_offset: pulled.next_offset,
@@ -91,20 +56,19 @@ impl Store {
 
     /// `pull`, handing each record to `visit` as it is read instead of collecting copies
     /// (the broker encodes them for the wire straight from the log).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "pull's arguments and the visitor"
-    )]
     pub fn pull_each(
         &self,
-        topic: &str,
-        queue_id: i32,
-        offset: i64,
-        max_count: usize,
-        filter: Option<&TagFilter>,
-        max_bytes: Option<usize>,
+        query: PullQuery<'_>,
         mut visit: impl FnMut(&RecordView<'_>),
     ) -> Result<Pulled> {
+        let PullQuery {
+            topic,
+            queue_id,
+            offset,
+            max_count,
+            filter,
+            max_bytes,
+        } = query;
         let started = std::time::Instant::now();
         self.check_open()?;
         self.known_topic(topic)?;
@@ -234,20 +198,10 @@ impl Store {
         })
     }
 
-    /// Messages of `topic` whose keys or `UNIQ_KEY` include `key`, stored in
-    /// `[begin, end]`, newest first, at most `max_count` (see `lookup.rs`).
-    pub fn query_by_key(
-        &self,
-        topic: &str,
-        key: &str,
-        begin: i64,
-        end: Option<i64>,
-        max_count: usize,
-    ) -> Result<Vec<StoredMessage>> {
+    /// The messages a key lookup finds (see `KeyQuery` and `lookup.rs`).
+    pub fn query_by_key(&self, query: &KeyQuery<'_>) -> Result<Vec<StoredMessage>> {
         let mut found = Vec::new();
-        self.visit_by_key(topic, key, begin, end, max_count, |view| {
-            found.push(StoredMessage::from_record(view))
-        })?;
+        self.visit_by_key(query, |view| found.push(StoredMessage::from_record(view)))?;
         Ok(found)
     }
 
@@ -255,27 +209,16 @@ impl Store {
     /// returns how many.
     pub fn visit_by_key(
         &self,
-        topic: &str,
-        key: &str,
-        begin: i64,
-        end: Option<i64>,
-        max_count: usize,
+        query: &KeyQuery<'_>,
         visit: impl FnMut(&RecordView<'_>),
     ) -> Result<usize> {
         self.check_open()?;
-        self.known_topic(topic)?;
-        let query = crate::lookup::KeyQuery {
-            topic,
-            key,
-            begin,
-            end: end.unwrap_or(i64::MAX),
-            max_count,
-        };
+        self.known_topic(query.topic)?;
         crate::lookup::visit_by_key(
             &self.inner.commit_log,
             &self.inner.index,
             self.readable_end(),
-            &query,
+            query,
             visit,
         )
     }
@@ -318,17 +261,20 @@ impl Store {
     }
 
     pub fn min_offset(&self, topic: &str, queue_id: i32) -> Result<i64> {
-        self.check_open()?;
-        self.known_topic(topic)?;
-        validate_queue_id(queue_id)?;
-        Ok(self
-            .inner
-            .queues
-            .get(topic, queue_id)
-            .map_or(0, |queue| queue.min_offset()))
+        self.queue_bound(topic, queue_id, |queue| queue.min_offset())
     }
 
     pub fn max_offset(&self, topic: &str, queue_id: i32) -> Result<i64> {
+        self.queue_bound(topic, queue_id, |queue| queue.max_offset())
+    }
+
+    /// One bound of a queue of a known topic; 0 for a queue nothing was written to.
+    fn queue_bound(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        bound: impl FnOnce(&dyn ConsumeQueue) -> i64,
+    ) -> Result<i64> {
         self.check_open()?;
         self.known_topic(topic)?;
         validate_queue_id(queue_id)?;
@@ -336,6 +282,6 @@ impl Store {
             .inner
             .queues
             .get(topic, queue_id)
-            .map_or(0, |queue| queue.max_offset()))
+            .map_or(0, |queue| bound(queue.as_ref())))
     }
 }

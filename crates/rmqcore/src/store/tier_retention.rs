@@ -18,7 +18,7 @@ impl StoreInner {
         let min = self.commit_log.min_offset() as i64;
         let (mut evicted, mut expired) = (0, 0);
         for (name, file) in remote.state().index_files {
-            if file.end_phy_offset < min {
+            if file.header.end_phy_offset < min {
                 let client = remote.client();
                 self.index.evict_file(&name)?;
                 client.delete(&client.location().index_file(&name))?;
@@ -26,7 +26,7 @@ impl StoreInner {
                     state.index_files.remove(&name);
                 })?;
                 expired += 1;
-            } else if file.local && file.end_phy_offset < local_min {
+            } else if file.local && file.header.end_phy_offset < local_min {
                 remote.update(|state| {
                     if let Some(tiered) = state.index_files.get_mut(&name) {
                         tiered.local = false;

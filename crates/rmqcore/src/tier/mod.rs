@@ -7,10 +7,11 @@
 //! deleted; only after the upload is recorded) -> expired (deleted from the bucket by
 //! tier retention). `uploader.rs` moves segments along; `remote_log.rs` reads them.
 //! Compacted index files and the file form's sealed consume-queue files follow the
-//! segments they point into (`remote_index.rs`, `remote_queue.rs`). Reads go through
-//! the block cache (`block_cache.rs`), which GETs fetch which blocks (`block_runs.rs`,
-//! `ranged_reads.rs`), and the bucket client (`object_client.rs`, with its checked
-//! ranged GETs in `recorded_get.rs` and its errors in `object_errors.rs`).
+//! segments they point into (`remote_index.rs`, `remote_queue.rs`, both keeping what they
+//! fetch whole in `slot_tables.rs`). Reads go through the block cache (`block_cache.rs`),
+//! which GETs fetch which blocks (`block_runs.rs`, `ranged_reads.rs`), and the bucket
+//! client (`object_client.rs`, with its checked ranged GETs in `recorded_get.rs` and its
+//! errors in `object_errors.rs`).
 
 mod block_cache;
 mod block_runs;
@@ -23,6 +24,7 @@ mod recorded_get;
 mod remote_index;
 pub mod remote_log;
 mod remote_queue;
+mod slot_tables;
 pub mod state;
 pub mod uploader;
 

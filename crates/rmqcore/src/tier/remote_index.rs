@@ -3,7 +3,6 @@
 //! uploaded, is fetched whole by the first lookup in it and kept (within a byte budget),
 //! so a lookup reads only the key's run: one range read per file, two for the first.
 
-use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
 use bytes::Bytes;
@@ -23,18 +22,7 @@ impl crate::index::remote::RemoteIndex for RemoteLog {
             .iter()
             .rev()
             .filter(|(_, file)| !file.local)
-            .map(|(name, file)| {
-                let header = CompactedHeader {
-                    begin_timestamp: file.begin_timestamp,
-                    end_timestamp: file.end_timestamp,
-                    begin_phy_offset: file.begin_phy_offset,
-                    end_phy_offset: file.end_phy_offset,
-                    slot_count: file.slot_count,
-                    entry_count: file.entry_count,
-                    ..CompactedHeader::default()
-                };
-                (name.clone(), header)
-            })
+            .map(|(name, file)| (name.clone(), file.header))
             .collect()
     }
 
@@ -119,49 +107,5 @@ impl RemoteLog {
             .expect("slot table lock")
             .insert(name, table.clone());
         Ok(table)
-    }
-}
-
-/// Slot tables of index files only the tier holds (and whole queue files,
-/// `remote_queue.rs`), oldest kept first out past a budget.
-#[derive(Debug)]
-pub struct SlotTables {
-    budget: usize,
-    used: usize,
-    tables: HashMap<String, Bytes>,
-    order: VecDeque<String>,
-}
-
-impl SlotTables {
-    pub fn new(budget: u64) -> Self {
-        SlotTables {
-            budget: usize::try_from(budget).unwrap_or(usize::MAX),
-            used: 0,
-            tables: HashMap::new(),
-            order: VecDeque::new(),
-        }
-    }
-
-    pub(super) fn get(&self, name: &str) -> Option<Bytes> {
-        self.tables.get(name).cloned()
-    }
-
-    /// Keep `table`, letting the oldest go while over budget (a table larger than the
-    /// whole budget is not kept: its lookups read their slot each time).
-    pub(super) fn insert(&mut self, name: &str, table: Bytes) {
-        if table.len() > self.budget || self.tables.contains_key(name) {
-            return;
-        }
-        while self.used + table.len() > self.budget {
-            let Some(oldest) = self.order.pop_front() else {
-                break;
-            };
-            if let Some(gone) = self.tables.remove(&oldest) {
-                self.used -= gone.len();
-            }
-        }
-        self.used += table.len();
-        self.tables.insert(name.to_string(), table);
-        self.order.push_back(name.to_string());
     }
 }

@@ -24,10 +24,10 @@ pub struct RemoteLog {
     pub(super) cache: SharedCache,
     pub(super) reads: Arc<ReadCounters>,
     /// Index files' slot tables (`remote_index.rs`), a quarter of the read cache's bytes.
-    pub(super) slot_tables: Mutex<super::remote_index::SlotTables>,
+    pub(super) slot_tables: Mutex<super::slot_tables::SlotTables>,
     /// Evicted consume-queue files, checked whole (`remote_queue.rs`), a quarter of the
     /// read cache's bytes.
-    pub(super) queue_files: Mutex<super::remote_index::SlotTables>,
+    pub(super) queue_files: Mutex<super::slot_tables::SlotTables>,
     /// The last failed read of a queue file, for the status.
     pub(super) queue_read_failure: Mutex<Option<String>>,
     /// The object name records read last were read from: a reader going through a
@@ -114,8 +114,8 @@ impl RemoteLog {
             state: RwLock::new(state),
             cache: Arc::new((Mutex::new(BlockCache::new(cache_bytes)), Condvar::new())),
             reads: Arc::new(ReadCounters::default()),
-            slot_tables: Mutex::new(super::remote_index::SlotTables::new(cache_bytes / 4)),
-            queue_files: Mutex::new(super::remote_index::SlotTables::new(cache_bytes / 4)),
+            slot_tables: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
+            queue_files: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
             queue_read_failure: Mutex::new(None),
             last_object_name: Mutex::new(None),
         }

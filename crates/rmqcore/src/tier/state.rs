@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::json_file::{load_json_config, persist_json_config};
 use crate::error::Result;
+use crate::index::compacted::CompactedHeader;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -37,12 +38,10 @@ impl TieredSegment {
 pub struct TieredIndexFile {
     pub size: u64,
     pub crc32: u32,
-    pub begin_timestamp: i64,
-    pub end_timestamp: i64,
-    pub begin_phy_offset: i64,
-    pub end_phy_offset: i64,
-    pub slot_count: u32,
-    pub entry_count: u32,
+    /// Its fields inline in the JSON, between `crc32` and `local`; the source index count
+    /// and body CRC are not kept (read back as 0).
+    #[serde(flatten)]
+    pub header: CompactedHeader,
     pub local: bool,
 }
 

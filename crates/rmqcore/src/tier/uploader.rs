@@ -15,7 +15,7 @@ use crate::clock::now_millis;
 use crate::consume_queue::remote::SealedQueueFile;
 use crate::error::{Error, Result};
 use crate::files::segment::Segment;
-use crate::index::compacted::CompactedIndexFile;
+use crate::index::compacted::{CompactedHeader, CompactedIndexFile};
 
 /// Pauses after a failure: 1 s, doubling, at most 30 s.
 const FIRST_RETRY: Duration = Duration::from_secs(1);
@@ -161,17 +161,16 @@ impl Uploader {
     fn upload_index_file(&self, name: &str, file: &CompactedIndexFile) -> Result<TieredIndexFile> {
         let object = self.remote.client().location().index_file(name);
         let bytes = file.bytes();
-        let header = file.header();
         let crc32 = self.upload_confirmed(&object, bytes, None)?;
         Ok(TieredIndexFile {
             size: bytes.len() as u64,
             crc32,
-            begin_timestamp: header.begin_timestamp,
-            end_timestamp: header.end_timestamp,
-            begin_phy_offset: header.begin_phy_offset,
-            end_phy_offset: header.end_phy_offset,
-            slot_count: header.slot_count,
-            entry_count: header.entry_count,
+            // As the state keeps it, so that it reads the same after a restart.
+            header: CompactedHeader {
+                source_index_count: 0,
+                body_crc: 0,
+                ..*file.header()
+            },
             local: true,
         })
     }

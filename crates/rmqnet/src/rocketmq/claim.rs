@@ -5,7 +5,7 @@
 
 use rmqcore::record::message::StoredMessage;
 use rmqcore::tag_filter::TagFilter;
-use rmqcore::Store;
+use rmqcore::{PullQuery, Store};
 
 use super::lease_book::LeaseBook;
 use super::properties::MESSAGE_GROUP;
@@ -98,14 +98,8 @@ pub fn claim(
     }
     if !queue.blocked(now) && out.len() < claim.room {
         let start = queue.next();
-        let pulled = store.pull(
-            topic,
-            queue_id,
-            start,
-            claim.room - out.len(),
-            claim.filter,
-            None,
-        )?;
+        let query = PullQuery::new(topic, queue_id, start, claim.room - out.len());
+        let pulled = store.pull(query.with_filter(claim.filter))?;
         let mut taken = std::collections::HashSet::new();
         for message in pulled.messages {
             taken.insert(message.queue_offset);
@@ -133,7 +127,7 @@ pub fn message_at(
     queue_id: i32,
     offset: i64,
 ) -> rmqcore::Result<Option<StoredMessage>> {
-    match store.pull(topic, queue_id, offset, 1, None, None) {
+    match store.pull(PullQuery::new(topic, queue_id, offset, 1)) {
         Ok(pulled) => Ok(pulled
             .messages
             .into_iter()

@@ -185,7 +185,7 @@ impl MessageSender {
 mod tests {
     use super::*;
     use crate::rocketmq::status::ok;
-    use crate::shard::Limits;
+    use crate::shard_limits::Limits;
     use http_body_util::BodyExt;
     use rmqproto::rocketmq_v2::{Encoding, MessageType, Resource, SystemProperties};
 
@@ -272,7 +272,9 @@ mod tests {
             ("g2", group_offsets[1]),
         ];
         assert_eq!(answered, expected);
-        let stored = store.pull("t", group_queue, 0, 10, None, None).unwrap();
+        let stored = store
+            .pull(rmqcore::PullQuery::new("t", group_queue, 0, 10))
+            .unwrap();
         let last = stored.messages.last().unwrap();
         let names: Vec<_> = last.properties.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["a", "z", "UNIQ_KEY", "__SHARDINGKEY"]);

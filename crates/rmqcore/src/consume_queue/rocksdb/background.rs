@@ -12,7 +12,7 @@
 //! open dispatches them again.
 
 use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::database::{Batch, Database};
@@ -29,80 +29,6 @@ pub(super) struct Job {
     pub(super) runs: Vec<(Arc<RocksDbConsumeQueue>, StagedRun)>,
     pub(super) dispatched_end: i64,
     pub(super) seq: u64,
-}
-
-#[derive(Debug, Default)]
-struct Progress {
-    /// Jobs handed over and jobs written (or failed), by sequence number.
-    submitted: u64,
-    written: u64,
-    failure: Option<String>,
-}
-
-/// How far the writer thread has come; shared with every queue so its readers can wait.
-#[derive(Debug, Default)]
-pub(crate) struct WriteProgress {
-    progress: Mutex<Progress>,
-    changed: Condvar,
-}
-
-impl WriteProgress {
-    /// Wait until job `seq` is written (or failed).
-    pub(super) fn wait_for(&self, seq: u64) {
-        let mut progress = self.progress.lock().expect("write progress lock");
-        while progress.written < seq {
-            progress = self.changed.wait(progress).expect("write progress lock");
-        }
-    }
-
-    /// Wait until every job handed over is written; the first failure, if any.
-    pub(super) fn drain(&self, database: &Database) -> Result<()> {
-        let mut progress = self.progress.lock().expect("write progress lock");
-        while progress.written < progress.submitted {
-            progress = self.changed.wait(progress).expect("write progress lock");
-        }
-        Self::failed(&progress, database)
-    }
-
-    fn failed(progress: &Progress, database: &Database) -> Result<()> {
-        match &progress.failure {
-            None => Ok(()),
-            Some(reason) => Err(Error::corrupt(
-                &database.path,
-                0,
-                format!(
-                    "RocksDB consume queue: an earlier write failed ({reason}); the commit log \
-                     holds the records, and reopening the store dispatches them again"
-                ),
-            )),
-        }
-    }
-
-    /// The next sequence number, unless a write has failed.
-    fn next_seq(&self, database: &Database) -> Result<u64> {
-        let mut progress = self.progress.lock().expect("write progress lock");
-        Self::failed(&progress, database)?;
-        progress.submitted += 1;
-        Ok(progress.submitted)
-    }
-
-    fn has_failed(&self) -> bool {
-        self.progress
-            .lock()
-            .expect("write progress lock")
-            .failure
-            .is_some()
-    }
-
-    fn finished(&self, seq: u64, failure: Option<String>) {
-        let mut progress = self.progress.lock().expect("write progress lock");
-        progress.written = progress.written.max(seq);
-        if progress.failure.is_none() {
-            progress.failure = failure;
-        }
-        drop(progress);
-        self.changed.notify_all();
-    }
 }
 
 /// The thread and the channel to it; stopped (after the last job) by `stop` or drop.
@@ -130,7 +56,7 @@ impl BackgroundWriter {
     /// A sequence number for a job about to be handed over; the queues it touches record
     /// it before `submit`, so a reader that sees their new assigned offsets waits for it.
     pub(super) fn reserve(&self) -> Result<u64> {
-        self.database.progress.next_seq(&self.database)
+        self.database.progress.next_seq(&self.database.path)
     }
 
     pub(super) fn submit(&self, job: Job) -> Result<()> {
@@ -149,7 +75,7 @@ impl BackgroundWriter {
     }
 
     pub(super) fn drain(&self) -> Result<()> {
-        self.database.progress.drain(&self.database)
+        self.database.progress.drain(&self.database.path)
     }
 
     /// Write what is queued, then end the thread.

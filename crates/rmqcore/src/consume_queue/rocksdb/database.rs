@@ -11,8 +11,8 @@ use rocksdb::{
     DEFAULT_COLUMN_FAMILY_NAME,
 };
 
-use super::background::WriteProgress;
 use super::layout::{self, QueueEnd, OFFSET_COLUMN_FAMILY};
+use super::write_progress::WriteProgress;
 use crate::big_endian::read_i64;
 use crate::error::{Error, Result};
 

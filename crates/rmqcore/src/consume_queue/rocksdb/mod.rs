@@ -3,12 +3,12 @@
 //! queues keeps a handful of files open instead of a mapped file per queue.
 //!
 //! The database is written as RocketMQ writes it: one `WriteBatch` per dispatched batch,
-//! on a writer thread of its own (`background.rs`), without the write-ahead log (the
-//! commit log is the source of truth, and recovery dispatches again whatever a crash
-//! lost), with atomic flushes so that the entries and the dispatched offset reach the disk
-//! together. Entries of records that retention deleted are dropped by a compaction
-//! filter, as RocketMQ's `ConsumeQueueCompactionFilterFactory` does, and each queue's
-//! `min` key moves past them.
+//! on a writer thread of its own (`background.rs`, its progress in `write_progress.rs`),
+//! without the write-ahead log (the commit log is the source of truth, and recovery
+//! dispatches again whatever a crash lost), with atomic flushes so that the entries and
+//! the dispatched offset reach the disk together. Entries of records that retention
+//! deleted are dropped by a compaction filter, as RocketMQ's
+//! `ConsumeQueueCompactionFilterFactory` does, and each queue's `min` key moves past them.
 //!
 //! Thread safety: RocksDB is thread-safe; the table of open queues is behind an `RwLock`;
 //! each queue's bounds are atomics, assigned by the store's single writer and published
@@ -18,6 +18,7 @@ mod background;
 mod database;
 pub mod layout;
 mod queue;
+mod write_progress;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -31,10 +32,11 @@ use rocksdb::{
 use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore, QueueRun};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::PageWarmer;
-use background::{BackgroundWriter, Job, WriteProgress};
+use background::{BackgroundWriter, Job};
 use database::{Batch, Database, Family};
 use layout::OFFSET_COLUMN_FAMILY;
 use queue::RocksDbConsumeQueue;
+use write_progress::WriteProgress;
 
 /// The file RocksDB keeps in every database directory: how a RocksDB consume queue is
 /// told from the file form's per-topic directories.

@@ -306,7 +306,7 @@ impl ConsumeQueue for RocksDbConsumeQueue {
         _warmer: Option<&PageWarmer>,
     ) -> Result<()> {
         // Written here, after whatever the writer thread holds, so bounds only grow.
-        self.database.progress.drain(&self.database)?;
+        self.database.progress.drain(&self.database.path)?;
         let mut batch = Batch::default();
         let Some(staged) = self.stage(&mut batch, first_offset, entries)? else {
             return Ok(());

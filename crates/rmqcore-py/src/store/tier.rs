@@ -4,8 +4,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use rmqcore::options::TierOptions;
 
+use super::PyStore;
 use crate::errors::{invalid, without_gil};
-use crate::store::PyStore;
 
 const HOUR_MS: f64 = 3_600_000.0;
 

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rmqcore::store::HistogramSnapshot;
 
-use crate::store::PyStore;
+use super::PyStore;
 
 fn histogram<'py>(py: Python<'py>, snapshot: &HistogramSnapshot) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
