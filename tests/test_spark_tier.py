@@ -18,6 +18,7 @@ import rmq
 import rmq.spark
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
+from rmq.spark.source import SCHEMA
 
 from bench.peers.common import free_port
 from bench.peers.s3 import S3Server
@@ -142,17 +143,9 @@ def rows(frame: DataFrame) -> tuple[dict[tuple[str, int], dict[str, Any]], int]:
     return found, len(partitions)
 
 
-COLUMNS = (
-    "shard",
-    "topic",
-    "queue_id",
-    "queue_offset",
-    "commitlog_offset",
-    "msg_id",
-    "tags",
-    "keys",
-    "body",
-)
+# The source's columns from the shard to the keys, and the body: what identifies a row and
+# what it carries (the rest are derived or fixed for these messages).
+COLUMNS = (*SCHEMA.fieldNames()[: SCHEMA.fieldNames().index("keys") + 1], "body")
 
 
 def by_key(written: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:

@@ -8,7 +8,6 @@ per record. Without skipping, the error names the lost object.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
@@ -21,25 +20,13 @@ from rmq.errors import BrokerDataLossError, TierObjectChangedError
 
 from bench.peers.s3 import S3Server
 from tests.support.cli import rmq_cli
-from tests.support.tiered_store import SEGMENT, open_tiered_store
+from tests.support.tiered_store import SEGMENT, open_tiered_store, wait_until_evicted
 
 TOPIC = "Tiered"
 QUEUES = 2
 COUNT = 1200
 PREFIX = "b"
 LOST = f"{PREFIX}/shard-0/commitlog/{0:020d}"
-
-
-def wait_until_evicted(data: Path) -> None:
-    state_path = data / "shard-0" / "tier" / "state.json"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if state_path.exists():
-            segments = json.loads(state_path.read_text())["segments"]
-            if str(0) in segments and not segments[str(0)]["local"]:
-                return
-        time.sleep(0.2)
-    pytest.fail("the broker did not evict its first segment")
 
 
 def test_a_store_read_reports_where_the_queue_goes_on_past_a_lost_segment(
@@ -83,7 +70,7 @@ def test_a_consumer_skips_a_lost_segment_in_one_step_and_gets_everything_after_i
             ]
             producer.flush()
         sent = [future.result() for future in futures]
-        wait_until_evicted(data)
+        wait_until_evicted(data / "shard-0")
         s3_server.client().delete_object(Bucket=s3_bucket, Key=LOST)
         kept = {(r.queue_id, r.queue_offset) for r in sent if r.commitlog_offset >= SEGMENT}
         lost = len(sent) - len(kept)

@@ -11,7 +11,6 @@ restored. Local data reads on regardless.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from bench.peers.s3 import S3Server
-from tests.support.tiered_store import SEGMENT, read_queue, upload_and_evict
+from tests.support.tiered_store import SEGMENT, read_queue, upload_and_evict, wait_until_evicted
 from tests.support.tiered_store import open_store_with_small_queue_files as open_store
 
 FIRST_SEGMENT = "shard-0/commitlog/" + f"{0:020d}"
@@ -168,16 +167,7 @@ def test_a_broker_pull_of_evicted_messages_answers_unavailable_or_data_loss(
             sent = [producer.send("Tiered", f"message {i} ".encode() * 8) for i in range(1200)]
             producer.flush()
         assert [future.exception() for future in sent] == [None] * len(sent)
-        state_path = data / "shard-0" / "tier" / "state.json"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if state_path.exists():
-                segments = json.loads(state_path.read_text())["segments"]
-                if str(0) in segments and not segments[str(0)]["local"]:
-                    break
-            time.sleep(0.2)
-        else:
-            pytest.fail("the broker did not evict its first segment")
+        wait_until_evicted(data / "shard-0")
         queue = c.route("Tiered").queues[0]
         client = s3_server.client()
         key = "b/shard-0/commitlog/" + f"{0:020d}"

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import rmq
 
 from bench.peers.s3 import S3Server
@@ -60,3 +61,17 @@ def upload_and_evict(store: rmq.Store) -> None:
 def run_retention_hours_later(store: rmq.Store, hours: float) -> rmq.RetentionReport:
     """Retention as it will run ``hours`` from now (past a ``tier_retention_hours``)."""
     return store.run_retention(now_ms=int(time.time() * 1000) + int(hours * 3_600_000))
+
+
+def wait_until_evicted(shard: Path, timeout: float = 30) -> None:
+    """Waits until the broker's shard directory ``shard`` has uploaded and evicted its
+    first commit-log segment (its tier state says so); fails the test after ``timeout``."""
+    state_path = shard / "tier" / "state.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if state_path.exists():
+            segments = json.loads(state_path.read_text())["segments"]
+            if "0" in segments and not segments["0"]["local"]:
+                return
+        time.sleep(0.2)
+    pytest.fail("the broker did not evict its first segment")
