@@ -20,7 +20,12 @@ from rmq.errors import BrokerDataLossError, TierObjectChangedError
 
 from bench.peers.s3 import S3Server
 from tests.support.cli import rmq_cli
-from tests.support.tiered_store import SEGMENT, open_tiered_store, wait_until_evicted
+from tests.support.tiered_store import (
+    SEGMENT,
+    open_tiered_store,
+    tiered_broker_args,
+    wait_until_evicted,
+)
 
 TOPIC = "Tiered"
 QUEUES = 2
@@ -58,9 +63,7 @@ def test_a_consumer_skips_a_lost_segment_in_one_step_and_gets_everything_after_i
 ) -> None:
     env = s3_server.subprocess_env()
     data = tmp_path / "data"
-    args = ["--store-option", f"commitlog_segment_size={SEGMENT}",
-            "--tier-url", f"s3://{s3_bucket}/{PREFIX}", "--tier-endpoint", s3_server.endpoint,
-            "--local-retention-bytes", "0"]  # fmt: skip
+    args = tiered_broker_args(s3_server, s3_bucket, PREFIX)
     with LocalBroker(data, shards=1, args=args, env=env) as broker, Client(broker.endpoint) as c:
         c.create_topic(TOPIC, queues=QUEUES)
         with c.producer(batch_max_bytes=16384) as producer:

@@ -26,8 +26,13 @@ from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from bench.peers.s3 import S3Server
-from tests.support.tiered_store import SEGMENT, read_queue, upload_and_evict, wait_until_evicted
 from tests.support.tiered_store import open_store_with_small_queue_files as open_store
+from tests.support.tiered_store import (
+    read_queue,
+    tiered_broker_args,
+    upload_and_evict,
+    wait_until_evicted,
+)
 
 FIRST_SEGMENT = "shard-0/commitlog/" + f"{0:020d}"
 FIRST_QUEUE_FILE = "shard-0/consumequeue/Orders/0/" + f"{0:020d}"
@@ -158,9 +163,7 @@ def test_a_broker_pull_of_evicted_messages_answers_unavailable_or_data_loss(
     DATA_LOSS for an object gone from the bucket, never an empty pull."""
     env = s3_server.subprocess_env()
     data = tmp_path / "data"
-    args = ["--store-option", f"commitlog_segment_size={SEGMENT}",
-            "--tier-url", f"s3://{s3_bucket}/b", "--tier-endpoint", s3_server.endpoint,
-            "--local-retention-bytes", "0"]  # fmt: skip
+    args = tiered_broker_args(s3_server, s3_bucket, "b")
     with LocalBroker(data, shards=1, args=args, env=env) as broker, Client(broker.endpoint) as c:
         c.create_topic("Tiered", queues=1)
         with c.producer(batch_max_bytes=16384) as producer:

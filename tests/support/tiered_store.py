@@ -75,3 +75,12 @@ def wait_until_evicted(shard: Path, timeout: float = 30) -> None:
                 return
         time.sleep(0.2)
     pytest.fail("the broker did not evict its first segment")
+
+
+def tiered_broker_args(server: S3Server, bucket: str, prefix: str) -> list[str]:
+    """``rmq serve`` arguments for a broker whose shards tier to ``s3://BUCKET/PREFIX`` on
+    ``server`` with small segments and no local retention, so a sealed segment is
+    uploaded and then evicted."""
+    return ["--store-option", f"commitlog_segment_size={SEGMENT}",
+            "--tier-url", f"s3://{bucket}/{prefix}", "--tier-endpoint", server.endpoint,
+            "--local-retention-bytes", "0"]  # fmt: skip
