@@ -36,7 +36,8 @@ struct OutcomeState {
     callbacks: Vec<(Py<PyAny>, Py<PyAny>)>,
 }
 
-/// How one batch ended, shared by the futures of its messages.
+/// How one batch ended, shared by the futures of its messages (or by the one
+/// `SendBatchFuture` of a `send_batch` call, `send_batch_future.rs`).
 pub struct BatchOutcome {
     topic: String,
     queue_id: i32,
