@@ -118,17 +118,26 @@ class RmqBroker:
         if self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)
 
-    def produce(self, client: Any, topic: str, count: int, body: bytes) -> Metrics:
+    def produce(self, client: Any, topic: str, count: int, body: bytes, batch: int) -> Metrics:
+        """``Producer.send_batch`` of ``batch`` messages per call, each call's queue chosen
+        round-robin, as the RocketMQ peer sends batches of 128 per queue. The tags and keys
+        go as columns made before the clock, as the engine row makes them; p50/p99 are
+        each batch's time from its call to its callback."""
         producer = client.producer()
+        bodies = [body] * batch
+        tags = [TAGS[i & 3] for i in range(count)]
+        keys = [[f"order-{i:09d}"] for i in range(count)]
         lat: list[float] = []
         clock = time.perf_counter
         try:
             t0 = clock()
-            for i in range(count):
+            for start in range(0, count, batch):
+                end = min(count, start + batch)
                 sent = clock()
-                fut = producer.send(topic, body, tags=TAGS[i & 3], keys=[f"order-{i:09d}"])
-                if hasattr(fut, "add_done_callback"):
-                    fut.add_done_callback(lambda _f, s=sent: lat.append(clock() - s))
+                fut = producer.send_batch(
+                    topic, bodies[: end - start], tags=tags[start:end], keys=keys[start:end]
+                )
+                fut.add_done_callback(lambda _f, s=sent: lat.append(clock() - s))
             producer.flush()
             seconds = clock() - t0
         finally:
@@ -175,7 +184,7 @@ class RmqBroker:
             client.create_topic(topic, queues=QUEUES)
             if case.params.get("client") == "v2":
                 return self.v2.run(f"127.0.0.1:{self.rocketmq_port}", topic, case)
-            produced = self.produce(client, topic, count, body)
+            produced = self.produce(client, topic, count, body, case.params["batch"])
             if case.params["phase"] == "produce":
                 return produced
             return self.consume(client, topic, count, size)

@@ -18,6 +18,7 @@ mod read_records;
 mod received_message;
 mod recovery_report;
 mod retention_report;
+mod send_batch_future;
 mod send_future;
 mod send_result;
 mod shard_server;
@@ -42,6 +43,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<transport::PyTransport>()?;
     module.add_class::<transport::PyPendingCall>()?;
     module.add_class::<send_future::PySendFuture>()?;
+    module.add_class::<send_batch_future::PySendBatchFuture>()?;
     module.add_class::<send_result::PySendResult>()?;
     module.add_class::<received_message::PyReceivedMessage>()?;
     module.add_class::<recovery_report::PyRecoveryReport>()?;

@@ -32,10 +32,12 @@ pub enum Answer {
 #[derive(Default)]
 struct OutcomeState {
     answer: Option<Answer>,
-    callbacks: Vec<(Py<PySendFuture>, Py<PyAny>)>,
+    /// Each future waiting (a `SendFuture` or a `SendBatchFuture`) and its callback.
+    callbacks: Vec<(Py<PyAny>, Py<PyAny>)>,
 }
 
-/// How one batch ended, shared by the futures of its messages.
+/// How one batch ended, shared by the futures of its messages (or by the one
+/// `SendBatchFuture` of a `send_batch` call, `send_batch_future.rs`).
 pub struct BatchOutcome {
     topic: String,
     queue_id: i32,
@@ -81,12 +83,12 @@ impl BatchOutcome {
         }
     }
 
-    fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         lock(&self.state).answer.is_some()
     }
 
     /// Wait until the batch ends; false if `timeout` (seconds) passed first.
-    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+    pub(crate) fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         if self.is_finished() {
             return Ok(true);
         }
@@ -122,7 +124,7 @@ impl BatchOutcome {
     }
 
     /// As `concurrent.futures` does: a failing callback is logged and harms no other.
-    fn call_back(&self, py: Python<'_>, callback: &Py<PyAny>, future: Py<PySendFuture>) {
+    fn call_back(&self, py: Python<'_>, callback: &Py<PyAny>, future: Py<PyAny>) {
         let Err(error) = callback.call1(py, (future,)) else {
             return;
         };
@@ -141,8 +143,46 @@ impl BatchOutcome {
         }
     }
 
+    /// Call `callback(future)` once the batch ends (at once if it has); `future` is the
+    /// caller's future of this batch.
+    pub(crate) fn add_callback(&self, future: Bound<'_, PyAny>, callback: Py<PyAny>) {
+        let py = future.py();
+        {
+            let mut state = lock(&self.state);
+            if state.answer.is_none() {
+                state.callbacks.push((future.unbind(), callback));
+                return;
+            }
+        }
+        self.call_back(py, &callback, future.unbind());
+    }
+
+    /// Where messages `start..start + count` were stored, in order; None unless the
+    /// batch was stored with an answer for each.
+    pub(crate) fn stored_results(&self, start: usize, count: usize) -> Option<Vec<PySendResult>> {
+        match &lock(&self.state).answer {
+            Some(Answer::Stored(response)) => (start..start + count)
+                .map(|index| {
+                    Some(PySendResult {
+                        topic: self.topic.clone(),
+                        queue_id: self.queue_id,
+                        queue_offset: *response.queue_offsets.get(index)?,
+                        msg_id: response.msg_ids.get(index)?.clone(),
+                        commitlog_offset: *response.commitlog_offsets.get(index)?,
+                        store_timestamp: *response.store_timestamps.get(index)?,
+                    })
+                })
+                .collect(),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        format!("{}/{}", self.topic, self.queue_id)
+    }
+
     /// The exception the batch failed with, if it did.
-    fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+    pub(crate) fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
         match &lock(&self.state).answer {
             Some(Answer::Failed(error)) => Some(error.clone_ref(py)),
             _ => None,
@@ -234,16 +274,8 @@ impl PySendFuture {
 
     /// Call `callback(future)` once the send has a result (at once if it has).
     fn add_done_callback(slf: Bound<'_, Self>, callback: Py<PyAny>) {
-        let py = slf.py();
         let outcome = Arc::clone(&slf.get().outcome);
-        {
-            let mut state = lock(&outcome.state);
-            if state.answer.is_none() {
-                state.callbacks.push((slf.unbind(), callback));
-                return;
-            }
-        }
-        outcome.call_back(py, &callback, slf.unbind());
+        outcome.add_callback(slf.into_any(), callback);
     }
 
     fn __repr__(&self) -> String {

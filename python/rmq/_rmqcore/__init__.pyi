@@ -24,6 +24,7 @@ from ._message import java_string_hash as java_string_hash
 from ._message import validate_group as validate_group
 from ._message import validate_topic as validate_topic
 from ._producer import ProducerCore as ProducerCore
+from ._producer import SendBatchFuture as SendBatchFuture
 from ._producer import SendFuture as SendFuture
 from ._producer import SendResult as SendResult
 from ._reads import BodyBatch as BodyBatch
@@ -73,6 +74,7 @@ __all__ = [
     "RecoveryReport",
     "RetentionReport",
     "SegmentDecoder",
+    "SendBatchFuture",
     "SendFuture",
     "SendResult",
     "ShardServer",

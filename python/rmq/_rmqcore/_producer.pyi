@@ -6,6 +6,8 @@ from typing import Any, final
 
 from typing_extensions import disjoint_base
 
+from ._message import Message
+
 @final
 class SendResult:
     """Where the broker stored one message a producer sent (``rmq.client.SendResult``)."""
@@ -55,6 +57,27 @@ class SendFuture:
         """Call ``callback(future)`` once the send has a result (at once if it has); a
         callback that raises is logged and harms no other."""
 
+@final
+class SendBatchFuture:
+    """The pending result of one ``Producer.send_batch``: its messages travel as one
+    request, so they are stored or fail together. The methods are those of
+    ``SendFuture``; ``len`` is the number of messages."""
+
+    def done(self) -> bool: ...
+    def running(self) -> bool: ...
+    def cancel(self) -> bool:
+        """A queued batch cannot be taken back: always False."""
+    def cancelled(self) -> bool: ...
+    def result(self, timeout: float | None = None) -> list[SendResult]:
+        """Where the broker stored each message, in the order given; raises what the
+        batch failed with, or ``TimeoutError`` if ``timeout`` seconds pass first."""
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The exception the batch failed with, or None once it was stored."""
+    def add_done_callback(self, callback: Callable[[SendBatchFuture], object]) -> None:
+        """Call ``callback(future)`` once the batch has a result (at once if it has); a
+        callback that raises is logged and harms no other."""
+    def __len__(self) -> int: ...
+
 @disjoint_base
 class ProducerCore:
     """The producer's core (crates/rmqnet/src/client/): queue choice, batching, the calls
@@ -90,6 +113,24 @@ class ProducerCore:
         The queue is ``queue_id`` if given, else chosen by ``sharding_key`` (the same key
         always goes to the same queue, so its messages stay in order), else round-robin.
         Blocks while ``max_buffered_bytes`` are waiting to be sent."""
+    def send_batch(
+        self,
+        topic: str,
+        messages: Sequence[bytes | Message],
+        *,
+        tags: str | Sequence[str | None] | None = None,
+        keys: Sequence[str | Sequence[str] | None] | None = None,
+        sharding_key: str | bytes | None = None,
+        queue_id: int | None = None,
+    ) -> SendBatchFuture:
+        """Queue a batch for one queue, sent at once as one request of its own; the
+        future resolves once the broker stored all of it.
+
+        Bytes bodies take ``tags`` (one for all, or one per message) and ``keys`` (one
+        entry per message, as ``Store.put_batch`` takes them); an ``rmq.Message`` carries
+        its own fields. A message breaking the broker's field rules, or a batch over the
+        producer's batch limits, raises ``InvalidArgumentError`` naming it, and nothing is
+        sent. The queue is chosen as for ``send``."""
     def flush(self, timeout: float | None = None) -> bool:
         """Send everything queued now and wait until each has a result; False on
         timeout."""

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from rmq import errors
-from rmq._rmqcore import ProducerCore, SendFuture
+from rmq._rmqcore import Message, ProducerCore, SendBatchFuture, SendFuture
 from rmq.client.connection import Connection
 from rmq.client.messages import SendResult
 from rmq.client.status import is_retryable
@@ -46,6 +46,16 @@ class Producer(ProducerCore):
     ``sharding_key`` (the same key always goes to the same queue, so its messages stay in
     order), else round-robin. ``flush(timeout=None)`` sends everything queued now and
     waits until each has a result (False on timeout).
+
+    ``send_batch(topic, messages, *, tags=None, keys=None, sharding_key=None,
+    queue_id=None)`` sends many messages in one call, as RocketMQ's
+    ``send(Collection<Message>)`` does: bytes bodies with ``tags`` (one for all, or one per
+    message) and ``keys`` (one entry per message) as columns, or ``rmq.Message``s carrying
+    their own fields. They go to one queue, in order, as one request of their own, which
+    leaves at once: the broker stores all of them or none. The returned
+    ``SendBatchFuture`` resolves to a ``SendResult`` per message. A message breaking the
+    broker's field rules, or a batch over ``batch_max_messages`` or ``batch_max_bytes``,
+    raises ``InvalidArgumentError`` naming it before anything is sent.
     """
 
     def __init__(
@@ -111,6 +121,24 @@ class Producer(ProducerCore):
         finally:
             self._end_flush()
 
+    def send_batch_sync(
+        self,
+        topic: str,
+        messages: Sequence[bytes | Message],
+        *,
+        tags: str | Sequence[str | None] | None = None,
+        keys: Sequence[str | Sequence[str] | None] | None = None,
+        sharding_key: str | bytes | None = None,
+        queue_id: int | None = None,
+        timeout: float | None = None,
+    ) -> list[SendResult]:
+        """``send_batch`` and wait for its results, one per message in order."""
+        future = self.send_batch(
+            topic, messages, tags=tags, keys=keys, sharding_key=sharding_key,
+            queue_id=queue_id,
+        )  # fmt: skip
+        return future.result(timeout)
+
     def close(self, timeout: float | None = None) -> None:
         """Flush, then stop sending. Messages still unsent after ``timeout`` fail with
         ``StoreClosedError``."""
@@ -143,4 +171,4 @@ class Producer(ProducerCore):
                     self._set_route(topic, [queue.endpoint for queue in route.queues])
 
 
-__all__ = ["Producer", "SendFuture"]
+__all__ = ["Producer", "SendBatchFuture", "SendFuture"]

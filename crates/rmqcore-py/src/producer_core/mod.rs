@@ -16,6 +16,7 @@
 
 mod resolve;
 mod send;
+mod send_batch;
 mod sending;
 
 use std::collections::HashMap;

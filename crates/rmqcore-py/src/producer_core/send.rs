@@ -20,7 +20,7 @@ use crate::send_future::{Answer, PySendFuture};
 use super::{lock, PyProducerCore};
 
 /// Bytes counted per message besides its body (keys, tags, framing), for the limits.
-const MESSAGE_OVERHEAD: usize = 64;
+pub(super) const MESSAGE_OVERHEAD: usize = 64;
 
 thread_local! {
     /// A message's encoding, reused by every send on its thread: the push copies it into
@@ -31,7 +31,7 @@ thread_local! {
 impl PyProducerCore {
     /// The queue for a message, or the error that kept the topic's route from being
     /// known. A topic with no route yet is asked of the route thread, and waited for.
-    fn choose_queue(
+    pub(super) fn choose_queue(
         &self,
         py: Python<'_>,
         topic: &str,
@@ -136,11 +136,11 @@ impl PyProducerCore {
             .collect::<PyResult<Vec<&str>>>()?;
         let entries = properties.map(property_entries).transpose()?;
         let size = body.len() + MESSAGE_OVERHEAD;
-        if self.core.lock().must_wait(size) {
+        if self.core.lock().must_wait(size, 1) {
             // Lingering batches leave at once while a send waits for room (as for a
             // flush): otherwise it would wait out their linger.
             self.core.update(|state| state.flushing += 1);
-            let waited = self.wait_until(py, None, |state| !state.must_wait(size));
+            let waited = self.wait_until(py, None, |state| !state.must_wait(size, 1));
             self.core.lock().flushing -= 1;
             waited?;
         }

@@ -8,7 +8,7 @@
 //! `metrics.rs`.
 
 mod admin;
-mod columns;
+pub(crate) mod columns;
 mod metrics;
 mod read;
 mod test_hooks;

@@ -24,6 +24,10 @@ pub struct Batch<O> {
     pub(super) route_fresh: bool,
     /// Its queue was freed for the next batch before the batch itself finished.
     pub(super) released: bool,
+    /// One `send_batch` call's messages, all of them and only them: it leaves without
+    /// lingering, and no other message joins it, so the shard accepts or refuses the
+    /// caller's batch as a whole.
+    pub(super) whole: bool,
     pub outcome: O,
 }
 
@@ -40,6 +44,7 @@ impl<O> Batch<O> {
             refresh_route: false,
             route_fresh: false,
             released: false,
+            whole: false,
             outcome,
         }
     }

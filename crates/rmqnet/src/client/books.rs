@@ -34,11 +34,13 @@ pub struct State<O> {
 }
 
 impl<O> State<O> {
-    /// Whether one more message of `size` must wait for answers to come back first.
-    pub fn must_wait(&self, size: usize) -> bool {
+    /// Whether `count` more messages of `size` bytes in all must wait for answers to
+    /// come back first. With nothing pending they never wait, so a batch larger than
+    /// the limits still leaves, alone.
+    pub fn must_wait(&self, size: usize, count: usize) -> bool {
         self.pending > 0
             && (self.buffered + size > self.limits.max_buffered_bytes
-                || self.pending >= self.limits.max_buffered_messages)
+                || self.pending + count > self.limits.max_buffered_messages)
     }
 
     /// Whether a queue's first waiting batch should leave now, if nothing is in flight.
@@ -48,6 +50,7 @@ impl<O> State<O> {
         };
         self.flushing > 0
             || self.closed
+            || batch.whole
             || batches.len() > 1
             || self.limits.full(batch, 0)
             || now.duration_since(batch.created) >= self.limits.linger
@@ -210,7 +213,7 @@ impl<O: Clone> Core<O> {
             .expect("the queue's entry was just made");
         if !batches
             .back()
-            .is_some_and(|batch| !limits.full(batch, size))
+            .is_some_and(|batch| !batch.whole && !limits.full(batch, size))
         {
             batches.push_back(Batch::new(key, new_outcome()));
             // The sender thread schedules its linger.
@@ -242,6 +245,36 @@ impl<O: Clone> Core<O> {
             index,
             ready,
         }
+    }
+
+    /// Queue one `send_batch` call's `count` encoded messages (`size` counted against the
+    /// limits) as a batch of their own, due at once (see `Batch::whole`). It is taken to
+    /// be sent by the caller when its queue has nothing in flight or waiting.
+    pub fn push_whole(
+        &self,
+        key: &QueueKey,
+        encoded: Vec<u8>,
+        count: usize,
+        size: usize,
+        outcome: O,
+    ) -> Option<Batch<O>> {
+        let mut batch = Batch::new(key, outcome);
+        batch.messages = encoded;
+        batch.count = count;
+        batch.bytes = size;
+        batch.whole = true;
+        let mut state = self.lock();
+        state.buffered += size;
+        state.pending += count;
+        let batches = state.waiting.entry(key.clone()).or_default();
+        batches.push_back(batch);
+        let alone = batches.len() == 1;
+        if alone && !state.inflight.contains(key) {
+            return state.take_next(key);
+        }
+        drop(state);
+        self.notify();
+        None
     }
 
     /// The encoded messages of the queue's open (last waiting) batch, if it has one.

@@ -124,3 +124,41 @@ fn a_batch_refused_after_a_fresh_route_waits_for_another() {
         Some(vec!["t".into()])
     );
 }
+
+#[test]
+fn a_whole_batch_leaves_at_once_alone_and_no_message_joins_it() {
+    let core = core(100);
+    // Alone on an idle queue: taken by the caller at once, in spite of the linger.
+    let sent = core
+        .push_whole(&key(0), b"xyz".to_vec(), 3, 30, 1)
+        .expect("an idle queue's whole batch leaves at once");
+    assert_eq!((sent.count, sent.messages.as_slice()), (3, &b"xyz"[..]));
+    // Behind the batch in flight: a lingering send, then another whole batch, then a
+    // send that must open a batch of its own rather than join the whole one.
+    core.push(&key(0), b"a", 10, || 2);
+    assert!(core.push_whole(&key(0), b"uv".to_vec(), 2, 20, 3).is_none());
+    core.push(&key(0), b"b", 10, || 4);
+    assert_eq!(core.lock().pending, 7);
+    let mut order = Vec::new();
+    let mut next = core.release(&key(0), true);
+    while let Some(batch) = next {
+        order.push((batch.outcome, batch.messages.clone()));
+        next = core.release(&key(0), true);
+    }
+    // The lingering send leaves (a batch waits behind it), then the whole batch; the last
+    // send lingers on.
+    assert_eq!(order, vec![(2, b"a".to_vec()), (3, b"uv".to_vec())]);
+}
+
+#[test]
+fn a_batch_waits_for_room_counting_all_its_messages() {
+    let core = core(100);
+    core.lock().limits.max_buffered_messages = 10;
+    core.push(&key(0), b"a", 10, || 1);
+    let state = core.lock();
+    assert!(!state.must_wait(10, 9) && state.must_wait(10, 10));
+    drop(state);
+    let idle = Core::<u32>::default();
+    // With nothing pending, even a batch larger than the limits goes.
+    assert!(!idle.lock().must_wait(usize::MAX / 2, 1_000_000));
+}

@@ -10,7 +10,8 @@ use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
 use rmqproto::fields::send_batches_request::BATCHES;
 use rmqproto::fields::{message, send_request as request};
 use rmqproto::wire::{
-    field_length, put_bytes_field, put_int_field, put_tag, put_varint, WIRE_LENGTH_DELIMITED,
+    field_length, put_bytes_field, put_int_field, put_tag, put_varint, varint_length,
+    WIRE_LENGTH_DELIMITED,
 };
 
 /// Put a length-delimited field even when it is empty: `tags` is optional (present when
@@ -29,8 +30,30 @@ pub fn put_message(
     keys: &[&str],
     properties: &[(String, String)],
 ) {
+    put_full_message(out, body, tags, keys, properties, 0, 0);
+}
+
+/// `put_message` with a message's `flag` and `born_timestamp` too (0: not sent; for a
+/// born timestamp, the shard's clock), as an `rmq.Message` given to a batch send carries
+/// them.
+pub fn put_full_message<K: AsRef<str>>(
+    out: &mut Vec<u8>,
+    body: &[u8],
+    tags: Option<&str>,
+    keys: &[K],
+    properties: &[(String, String)],
+    flag: i32,
+    born_timestamp: i64,
+) {
     let entry_length = |name: &str, value: &str| {
         field_length(MAP_KEY, name.len()) + field_length(MAP_VALUE, value.len())
+    };
+    let int_length = |field: u32, value: i64| {
+        if value == 0 {
+            0
+        } else {
+            varint_length(u64::from(field << 3)) + varint_length(value as u64)
+        }
     };
     let length = if body.is_empty() {
         0
@@ -39,12 +62,14 @@ pub fn put_message(
     } + tags.map_or(0, |tags| field_length(message::TAGS, tags.len()))
         + keys
             .iter()
-            .map(|key| field_length(message::KEYS, key.len()))
+            .map(|key| field_length(message::KEYS, key.as_ref().len()))
             .sum::<usize>()
         + properties
             .iter()
             .map(|(name, value)| field_length(message::PROPERTIES, entry_length(name, value)))
-            .sum::<usize>();
+            .sum::<usize>()
+        + int_length(message::FLAG, i64::from(flag))
+        + int_length(message::BORN_TIMESTAMP, born_timestamp);
     out.reserve(field_length(request::MESSAGES, length));
     put_tag(out, request::MESSAGES, WIRE_LENGTH_DELIMITED);
     put_varint(out, length as u64);
@@ -53,7 +78,7 @@ pub fn put_message(
         put_present(out, message::TAGS, tags.as_bytes());
     }
     for key in keys {
-        put_present(out, message::KEYS, key.as_bytes());
+        put_present(out, message::KEYS, key.as_ref().as_bytes());
     }
     for (name, value) in properties {
         put_tag(out, message::PROPERTIES, WIRE_LENGTH_DELIMITED);
@@ -61,6 +86,8 @@ pub fn put_message(
         put_present(out, MAP_KEY, name.as_bytes());
         put_present(out, MAP_VALUE, value.as_bytes());
     }
+    put_int_field(out, message::FLAG, i64::from(flag));
+    put_int_field(out, message::BORN_TIMESTAMP, born_timestamp);
 }
 
 /// The fields of a `SendRequest` before its messages.
@@ -114,6 +141,18 @@ mod tests {
         assert_eq!(one.messages[1].properties["a"], "1");
         assert!(one.messages[1].tags.is_none());
         assert_eq!(decoded.batches[1].topic, "u");
+        let mut stamped = Vec::new();
+        put_full_message(&mut stamped, b"b", None, &["k"], &[], -2, 1_700_000_000_000);
+        put_full_message::<&str>(&mut stamped, b"", None, &[], &[], 0, 0);
+        let raw = batches_request([("t", 0, stamped.as_slice())]);
+        let stamped = v1::SendBatchesRequest::decode(raw.as_slice()).expect("valid protobuf");
+        let messages = &stamped.batches[0].messages;
+        assert_eq!(
+            (messages[0].flag, messages[0].born_timestamp),
+            (-2, 1_700_000_000_000)
+        );
+        assert_eq!(messages[0].keys, ["k"]);
+        assert_eq!((messages[1].flag, messages[1].born_timestamp), (0, 0));
         assert!(decoded.batches[1].messages.is_empty());
     }
 }

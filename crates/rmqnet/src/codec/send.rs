@@ -32,7 +32,7 @@ pub fn decode_request(raw: &[u8]) -> Result<DecodedRequest<'_>, Malformed> {
     let mut topic = "";
     let mut queue_id = 0i32;
     let mut sequence = 0u64;
-    let mut messages = Vec::new();
+    let mut messages = Vec::with_capacity(count_messages(raw));
     let mut reader = WireReader::new(raw);
     while let Some((field, value)) = reader.next_field().ok_or(NOT_PROTOBUF)? {
         match (field, value) {
@@ -47,6 +47,20 @@ pub fn decode_request(raw: &[u8]) -> Result<DecodedRequest<'_>, Malformed> {
         }
     }
     Ok((topic, queue_id, sequence, messages))
+}
+
+/// How many `messages` fields a request holds (as far as it is well formed), so the
+/// drafts' list is allocated once: grown by doubling, it moved every draft (about 150
+/// bytes each) twice more per request, and took eight allocations for 128 messages.
+fn count_messages(raw: &[u8]) -> usize {
+    let mut reader = WireReader::new(raw);
+    let mut count = 0;
+    while let Some(Some((field, value))) = reader.next_field() {
+        if field == request::MESSAGES && matches!(value, WireValue::Bytes(_)) {
+            count += 1;
+        }
+    }
+    count
 }
 
 /// One `Message`.
@@ -197,6 +211,7 @@ mod tests {
         let raw = request(&[first, second]);
 
         let (topic, queue_id, sequence, drafts) = decode_request(&raw).unwrap();
+        assert_eq!(drafts.capacity(), 2, "the list is sized once");
         assert_eq!(
             (topic, queue_id, sequence, drafts.len()),
             ("orders", 3, 9, 2)
