@@ -35,23 +35,42 @@ pub struct MessageDraft<'a> {
 pub struct PreparedMessage<'a> {
     pub body: &'a [u8],
     pub body_crc: i32,
-    /// Borrowed when nothing but the record CRC's placeholder (or nothing) is stored,
-    /// which saves an allocation per message.
-    pub properties: Cow<'static, [u8]>,
+    pub properties: PreparedProperties,
     pub flag: i32,
     pub born_timestamp: Option<i64>,
     pub born_host: Option<SocketAddr>,
 }
 
+/// Where a prepared message's encoded properties are: a batch encodes them all into one
+/// buffer (one allocation per batch, not one per message).
+#[derive(Debug, Clone)]
+pub enum PreparedProperties {
+    /// Nothing but the record CRC's placeholder, or nothing at all.
+    Fixed(&'static [u8]),
+    /// This range of the batch's buffer.
+    Encoded(std::ops::Range<usize>),
+}
+
+impl PreparedMessage<'_> {
+    /// The encoded properties, given the buffer `prepare` wrote into.
+    pub fn properties<'b>(&'b self, encoded: &'b [u8]) -> &'b [u8] {
+        match &self.properties {
+            PreparedProperties::Fixed(bytes) => bytes,
+            PreparedProperties::Encoded(range) => &encoded[range.clone()],
+        }
+    }
+}
+
 impl<'a> MessageDraft<'a> {
     /// Validate and encode; everything that can be rejected is rejected here, before the
-    /// store takes its lock or writes a byte.
+    /// store takes its lock or writes a byte. The properties are appended to `encoded`.
     /// With `with_record_crc`, the properties end with the placeholder of RocketMQ 5's
     /// whole-record CRC property, filled in when the record is encoded.
     pub fn prepare(
         &self,
         max_message_size: usize,
         with_record_crc: bool,
+        encoded: &mut Vec<u8>,
     ) -> Result<PreparedMessage<'a>> {
         if self.body.len() > max_message_size {
             return Err(Error::invalid(
@@ -90,7 +109,7 @@ impl<'a> MessageDraft<'a> {
                 .map(|(name, value)| name.len() + value.len() + 2)
                 .sum::<usize>();
         let properties = if capacity == 0 {
-            Cow::Borrowed(if with_record_crc {
+            PreparedProperties::Fixed(if with_record_crc {
                 &CRC_PROPERTY_PLACEHOLDER[..]
             } else {
                 &[][..]
@@ -115,7 +134,9 @@ impl<'a> MessageDraft<'a> {
                     ),
                 ));
             }
-            let mut properties = Vec::with_capacity(total);
+            let start = encoded.len();
+            let properties = encoded;
+            properties.reserve(total);
             let mut entry = |name: &str, value: &[&str]| {
                 properties.extend_from_slice(name.as_bytes());
                 properties.push(NAME_VALUE_SEPARATOR);
@@ -145,8 +166,8 @@ impl<'a> MessageDraft<'a> {
             if with_record_crc {
                 properties.extend_from_slice(CRC_PROPERTY_PLACEHOLDER);
             }
-            debug_assert_eq!(properties.len(), total);
-            Cow::Owned(properties)
+            debug_assert_eq!(properties.len() - start, total);
+            PreparedProperties::Encoded(start..start + total)
         };
         Ok(PreparedMessage {
             body: self.body,
