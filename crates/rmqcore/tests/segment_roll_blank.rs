@@ -33,6 +33,7 @@ fn body_for_record_length(store: &Store, topic: &str, length: usize) -> Vec<u8> 
         flag: 0,
         body: b"",
         body_crc: 0,
+        body_crc32: None,
         properties: prepared.properties(&encoded),
         sys_flag: 0,
         born_timestamp: 0,

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use crate::error::{Error, Result};
-use crate::record::body_crc::body_crc;
+use crate::record::body_crc::{body_crc32, masked_crc};
 use crate::record::crc_property::{CRC_PROPERTY_NAME, CRC_PROPERTY_PLACEHOLDER};
 use crate::record::message_rules::check_message_fields;
 use crate::record::msg_id::create_msg_id;
@@ -35,6 +35,8 @@ pub struct MessageDraft<'a> {
 pub struct PreparedMessage<'a> {
     pub body: &'a [u8],
     pub body_crc: i32,
+    /// `body_crc` before masking, which the record CRC extends.
+    pub body_crc32: u32,
     pub properties: PreparedProperties,
     pub flag: i32,
     pub born_timestamp: Option<i64>,
@@ -169,9 +171,11 @@ impl<'a> MessageDraft<'a> {
             debug_assert_eq!(properties.len() - start, total);
             PreparedProperties::Encoded(start..start + total)
         };
+        let body_crc32 = body_crc32(self.body);
         Ok(PreparedMessage {
             body: self.body,
-            body_crc: body_crc(self.body),
+            body_crc: masked_crc(body_crc32),
+            body_crc32,
             properties,
             flag: self.flag,
             born_timestamp: self.born_timestamp,

@@ -57,6 +57,7 @@ impl Store {
                 flag: message.flag,
                 body: message.body,
                 body_crc: message.body_crc,
+                body_crc32: Some(message.body_crc32),
                 properties: message.properties(&encoded),
                 sys_flag: 0,
                 born_timestamp: message.born_timestamp.unwrap_or(born_default),
