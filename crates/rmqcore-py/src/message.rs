@@ -77,8 +77,12 @@ pub fn extract_keys<'a>(
     // Type checks first: a failed `extract` builds an exception, which costs more than
     // the rest of constructing a message.
     if let Ok(text) = keys.cast::<PyString>() {
+        let text = text.to_str()?;
+        // One key, the common case: one allocation, no splitting iterator.
+        if !text.is_empty() && !text.as_bytes().contains(&b' ') {
+            return Ok(vec![Cow::Borrowed(text)]);
+        }
         return Ok(text
-            .to_str()?
             .split(' ')
             .filter(|key| !key.is_empty())
             .map(Cow::Borrowed)

@@ -4,7 +4,10 @@
 use std::net::SocketAddr;
 
 use proptest::prelude::*;
-use rmqcore::record::body_crc::body_crc;
+use rmqcore::record::body_crc::{body_crc, body_crc32};
+use rmqcore::record::crc_property::{
+    has_crc_property, CRC_PROPERTY_NAME, CRC_PROPERTY_PLACEHOLDER,
+};
 use rmqcore::record::properties::{decode_properties, encode_properties};
 use rmqcore::record::{
     decode_record, encode_record, record_length, Decoded, Placement, RecordInput,
@@ -47,13 +50,20 @@ proptest! {
                 unique.push((name, value));
             }
         }
-        let encoded_properties = encode_properties(unique.iter().map(|(n, v)| (n.as_str(), v.as_str()))).unwrap();
+        let mut encoded_properties = encode_properties(unique.iter().map(|(n, v)| (n.as_str(), v.as_str()))).unwrap();
+        // Most records carry the record CRC, which `decode_record` checks below.
+        let with_record_crc = body.len() % 3 != 0;
+        if with_record_crc {
+            encoded_properties.extend_from_slice(CRC_PROPERTY_PLACEHOLDER);
+        }
         let input = RecordInput {
             topic: &topic,
             queue_id,
             flag,
             body: &body,
             body_crc: body_crc(&body),
+            // Both ways of computing the record CRC: shifting past the body, and reading it.
+            body_crc32: (body.len() % 2 == 0).then(|| body_crc32(&body)),
             properties: &encoded_properties,
             sys_flag: 0,
             born_timestamp,
@@ -67,6 +77,7 @@ proptest! {
         let Ok(Decoded::Record(view)) = decode_record(&bytes, true) else { panic!("does not decode") };
         prop_assert_eq!(view.topic, topic.as_bytes());
         prop_assert_eq!(view.body, &body[..]);
+        prop_assert_eq!(has_crc_property(&view), with_record_crc);
         prop_assert_eq!(view.queue_id, queue_id);
         prop_assert_eq!(view.flag, flag);
         prop_assert_eq!(view.queue_offset, queue_offset);
@@ -75,7 +86,9 @@ proptest! {
         prop_assert_eq!(view.born_timestamp, born_timestamp);
         prop_assert_eq!(view.born_host, born_host);
         prop_assert_eq!(view.store_host, store_host);
-        prop_assert_eq!(decode_properties(view.properties), unique);
+        let mut decoded = decode_properties(view.properties);
+        decoded.retain(|(name, _)| name != CRC_PROPERTY_NAME);
+        prop_assert_eq!(decoded, unique);
     }
 
     #[test]

@@ -25,14 +25,16 @@ fn body_for_record_length(store: &Store, topic: &str, length: usize) -> Vec<u8> 
         body: b"",
         ..Default::default()
     };
-    let prepared = draft.prepare(1 << 20, true).unwrap();
+    let mut encoded = Vec::new();
+    let prepared = draft.prepare(1 << 20, true, &mut encoded).unwrap();
     let input = rmqcore::record::RecordInput {
         topic,
         queue_id: 0,
         flag: 0,
         body: b"",
         body_crc: 0,
-        properties: &prepared.properties,
+        body_crc32: None,
+        properties: prepared.properties(&encoded),
         sys_flag: 0,
         born_timestamp: 0,
         born_host: store.options().store_host,

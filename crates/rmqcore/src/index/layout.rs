@@ -58,8 +58,20 @@ pub fn index_hash(key_string: &str) -> i32 {
 
 /// `index_hash` of `topic#key`, without building the string.
 pub fn index_key_hash(topic: &str, key: &str) -> i32 {
-    let hash = java_hash_continue(java_hash_continue(java_hash_continue(0, topic), "#"), key);
-    hash.checked_abs().unwrap_or(0)
+    index_key_hash_after(topic_prefix_hash(topic), key)
+}
+
+/// Java's hash of `topic#`, which every key of a topic continues: a batch computes it
+/// once for all its keys.
+pub fn topic_prefix_hash(topic: &str) -> i32 {
+    java_hash_continue(java_hash_continue(0, topic), "#")
+}
+
+/// `index_key_hash` given the `topic_prefix_hash` of the key's topic.
+pub fn index_key_hash_after(prefix_hash: i32, key: &str) -> i32 {
+    java_hash_continue(prefix_hash, key)
+        .checked_abs()
+        .unwrap_or(0)
 }
 
 /// The slot and entry counts of a file, which the file itself does not record.

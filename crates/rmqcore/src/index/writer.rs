@@ -3,7 +3,7 @@
 
 use crate::error::{Error, IoContext, Result};
 use crate::index::file::IndexFile;
-use crate::index::layout::index_key_hash;
+use crate::index::layout::{index_key_hash_after, topic_prefix_hash};
 use crate::record::RecordView;
 use std::fs;
 use std::sync::atomic::Ordering;
@@ -24,6 +24,8 @@ pub struct IndexBatch<'s> {
     pub(super) service: &'s IndexService,
     /// None for a read-only index, which indexes nothing.
     pub(super) writer: Option<MutexGuard<'s, WriterState>>,
+    /// The last topic indexed and its `topic_prefix_hash`: a batch's records share one.
+    topic_hash: Option<(Vec<u8>, i32)>,
 }
 
 impl IndexService {
@@ -42,6 +44,7 @@ impl IndexService {
         IndexBatch {
             service: self,
             writer: self.shared.writable.then(|| self.writer()),
+            topic_hash: None,
         }
     }
 
@@ -145,12 +148,19 @@ impl IndexBatch<'_> {
         if view.physical_offset < writer.next_offset {
             return Ok(());
         }
-        let mut topic = None;
+        let topic_hash = &mut self.topic_hash;
         visit_index_keys(view, |key| {
-            let topic = topic.get_or_insert_with(|| view.topic_str());
+            let prefix_hash = match topic_hash {
+                Some((topic, hash)) if topic.as_slice() == view.topic => *hash,
+                _ => {
+                    let hash = topic_prefix_hash(&view.topic_str());
+                    *topic_hash = Some((view.topic.to_vec(), hash));
+                    hash
+                }
+            };
             self.service.put_key(
                 writer,
-                index_key_hash(topic, key),
+                index_key_hash_after(prefix_hash, key),
                 view.physical_offset,
                 view.store_timestamp,
             )

@@ -2,8 +2,16 @@
 //! compute it, masked to 31 bits so that Java stores it as a non-negative int.
 
 pub fn body_crc(body: &[u8]) -> i32 {
-    let masked = crc32fast::hash(body) & 0x7FFF_FFFF;
-    i32::try_from(masked).expect("masked to 31 bits")
+    masked_crc(body_crc32(body))
+}
+
+/// The CRC-32 before masking: what the record CRC is extended from (`crc_shift`).
+pub fn body_crc32(body: &[u8]) -> u32 {
+    crc32fast::hash(body)
+}
+
+pub fn masked_crc(crc32: u32) -> i32 {
+    i32::try_from(crc32 & 0x7FFF_FFFF).expect("masked to 31 bits")
 }
 
 #[cfg(test)]

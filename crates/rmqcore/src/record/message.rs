@@ -5,13 +5,13 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use crate::error::{Error, Result};
-use crate::record::body_crc::body_crc;
+use crate::record::body_crc::{body_crc32, masked_crc};
 use crate::record::crc_property::{CRC_PROPERTY_NAME, CRC_PROPERTY_PLACEHOLDER};
 use crate::record::message_rules::check_message_fields;
 use crate::record::msg_id::create_msg_id;
 use crate::record::properties::{
-    decode_properties, encode_properties_into, KEY_SEPARATOR, MAX_PROPERTIES_LENGTH, PROPERTY_KEYS,
-    PROPERTY_TAGS,
+    decode_properties, KEY_SEPARATOR, MAX_PROPERTIES_LENGTH, NAME_VALUE_SEPARATOR, PROPERTY_KEYS,
+    PROPERTY_SEPARATOR, PROPERTY_TAGS,
 };
 use crate::record::RecordView;
 
@@ -35,23 +35,44 @@ pub struct MessageDraft<'a> {
 pub struct PreparedMessage<'a> {
     pub body: &'a [u8],
     pub body_crc: i32,
-    /// Borrowed when nothing but the record CRC's placeholder (or nothing) is stored,
-    /// which saves an allocation per message.
-    pub properties: Cow<'static, [u8]>,
+    /// `body_crc` before masking, which the record CRC extends.
+    pub body_crc32: u32,
+    pub properties: PreparedProperties,
     pub flag: i32,
     pub born_timestamp: Option<i64>,
     pub born_host: Option<SocketAddr>,
 }
 
+/// Where a prepared message's encoded properties are: a batch encodes them all into one
+/// buffer (one allocation per batch, not one per message).
+#[derive(Debug, Clone)]
+pub enum PreparedProperties {
+    /// Nothing but the record CRC's placeholder, or nothing at all.
+    Fixed(&'static [u8]),
+    /// This range of the batch's buffer.
+    Encoded(std::ops::Range<usize>),
+}
+
+impl PreparedMessage<'_> {
+    /// The encoded properties, given the buffer `prepare` wrote into.
+    pub fn properties<'b>(&'b self, encoded: &'b [u8]) -> &'b [u8] {
+        match &self.properties {
+            PreparedProperties::Fixed(bytes) => bytes,
+            PreparedProperties::Encoded(range) => &encoded[range.clone()],
+        }
+    }
+}
+
 impl<'a> MessageDraft<'a> {
     /// Validate and encode; everything that can be rejected is rejected here, before the
-    /// store takes its lock or writes a byte.
+    /// store takes its lock or writes a byte. The properties are appended to `encoded`.
     /// With `with_record_crc`, the properties end with the placeholder of RocketMQ 5's
     /// whole-record CRC property, filled in when the record is encoded.
     pub fn prepare(
         &self,
         max_message_size: usize,
         with_record_crc: bool,
+        encoded: &mut Vec<u8>,
     ) -> Result<PreparedMessage<'a>> {
         if self.body.len() > max_message_size {
             return Err(Error::invalid(
@@ -68,25 +89,29 @@ impl<'a> MessageDraft<'a> {
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_str())),
         )?;
-        let tags = tags.map(|tags| (PROPERTY_TAGS, tags));
-        // One key (the common case) is its own KEYS value: no joined copy.
-        let joined_keys: Cow<'_, str> = match self.keys.as_slice() {
-            [key] => Cow::Borrowed(key.as_ref()),
-            keys => Cow::Owned(keys.join(" ")),
+        let user_properties = self
+            .properties
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()));
+        // The checks above are the encoder's too (no separator in any name or value, none
+        // empty), so the text is written as is, in one allocation of the final size: name,
+        // value and two separators per entry, the keys joined by spaces in place.
+        let keys_length = match self.keys.len() {
+            0 => 0,
+            count => self.keys.iter().map(|key| key.len()).sum::<usize>() + count - 1,
         };
-        let keys = (!joined_keys.is_empty()).then_some((PROPERTY_KEYS, joined_keys.as_ref()));
-        let entries = tags.into_iter().chain(keys).chain(
-            self.properties
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.as_str())),
-        );
-        // One allocation of the final size: name, value and two separators per entry.
-        let capacity = entries
-            .clone()
-            .map(|(name, value)| name.len() + value.len() + 2)
-            .sum::<usize>();
+        let capacity = tags.map_or(0, |tags| PROPERTY_TAGS.len() + tags.len() + 2)
+            + if keys_length == 0 {
+                0
+            } else {
+                PROPERTY_KEYS.len() + keys_length + 2
+            }
+            + user_properties
+                .clone()
+                .map(|(name, value)| name.len() + value.len() + 2)
+                .sum::<usize>();
         let properties = if capacity == 0 {
-            Cow::Borrowed(if with_record_crc {
+            PreparedProperties::Fixed(if with_record_crc {
                 &CRC_PROPERTY_PLACEHOLDER[..]
             } else {
                 &[][..]
@@ -97,22 +122,60 @@ impl<'a> MessageDraft<'a> {
             } else {
                 0
             };
-            let mut properties = Vec::with_capacity(capacity + crc_length);
-            encode_properties_into(&mut properties, entries)?;
-            if with_record_crc {
-                properties.extend_from_slice(CRC_PROPERTY_PLACEHOLDER);
-                if properties.len() > MAX_PROPERTIES_LENGTH {
-                    return Err(Error::invalid(
-                        "properties",
-                        format!("encoded properties are {} bytes with the record CRC, more than {MAX_PROPERTIES_LENGTH}", properties.len()),
-                    ));
+            let total = capacity + crc_length;
+            if total > MAX_PROPERTIES_LENGTH {
+                return Err(Error::invalid(
+                    "properties",
+                    format!(
+                        "encoded properties are {total} bytes{}, more than {MAX_PROPERTIES_LENGTH}",
+                        if with_record_crc {
+                            " with the record CRC"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+            let start = encoded.len();
+            let properties = encoded;
+            properties.reserve(total);
+            let mut entry = |name: &str, value: &[&str]| {
+                properties.extend_from_slice(name.as_bytes());
+                properties.push(NAME_VALUE_SEPARATOR);
+                for (index, part) in value.iter().enumerate() {
+                    if index > 0 {
+                        properties.push(KEY_SEPARATOR as u8);
+                    }
+                    properties.extend_from_slice(part.as_bytes());
+                }
+                properties.push(PROPERTY_SEPARATOR);
+            };
+            if let Some(tags) = tags {
+                entry(PROPERTY_TAGS, &[tags]);
+            }
+            if keys_length > 0 {
+                match self.keys.as_slice() {
+                    [key] => entry(PROPERTY_KEYS, &[key.as_ref()]),
+                    keys => {
+                        let keys: Vec<&str> = keys.iter().map(AsRef::as_ref).collect();
+                        entry(PROPERTY_KEYS, &keys);
+                    }
                 }
             }
-            Cow::Owned(properties)
+            for (name, value) in user_properties {
+                entry(name, &[value]);
+            }
+            if with_record_crc {
+                properties.extend_from_slice(CRC_PROPERTY_PLACEHOLDER);
+            }
+            debug_assert_eq!(properties.len() - start, total);
+            PreparedProperties::Encoded(start..start + total)
         };
+        let body_crc32 = body_crc32(self.body);
         Ok(PreparedMessage {
             body: self.body,
-            body_crc: body_crc(self.body),
+            body_crc: masked_crc(body_crc32),
+            body_crc32,
             properties,
             flag: self.flag,
             born_timestamp: self.born_timestamp,

@@ -6,6 +6,7 @@
 
 pub mod body_crc;
 pub mod crc_property;
+pub mod crc_shift;
 pub mod host;
 pub mod message;
 pub mod message_rules;
@@ -19,6 +20,7 @@ pub use view::{decode_record, stored_text, DecodeError, Decoded, RecordView};
 use std::net::SocketAddr;
 
 use crate::big_endian::{write_i16, write_i32, write_i64};
+use crate::record::crc_property::KnownBody;
 use crate::record::host::{encode_host, encoded_length, IPV4_HOST_LENGTH};
 
 pub const MAGIC_V1: i32 = 0xDAA3_20A7_u32 as i32;
@@ -74,6 +76,9 @@ pub struct RecordInput<'a> {
     pub flag: i32,
     pub body: &'a [u8],
     pub body_crc: i32,
+    /// The body's CRC-32 before masking, when the writer has it: the record CRC then
+    /// shifts past the body instead of reading it a second time.
+    pub body_crc32: Option<u32>,
     pub properties: &'a [u8],
     /// Bits other than the host-width bits, which `encode_record` derives from the hosts.
     pub sys_flag: i32,
@@ -157,6 +162,11 @@ pub fn encode_record(buf: &mut [u8], input: &RecordInput<'_>, placement: Placeme
         i32::try_from(input.body.len()).expect("body length checked by caller"),
     );
     at += 4;
+    let body = input.body_crc32.map(|crc32| KnownBody {
+        start: at,
+        length: input.body.len(),
+        crc32,
+    });
     buf[at..at + input.body.len()].copy_from_slice(input.body);
     at += input.body.len();
     if v2 {
@@ -181,7 +191,7 @@ pub fn encode_record(buf: &mut [u8], input: &RecordInput<'_>, placement: Placeme
     buf[at..at + input.properties.len()].copy_from_slice(input.properties);
     debug_assert_eq!(at + input.properties.len(), length);
     // Last, because the CRC property covers every byte before it (format §1.5).
-    crate::record::crc_property::fill_crc_property(buf, input.properties.len());
+    crate::record::crc_property::fill_crc_property(buf, input.properties.len(), body);
 }
 
 /// Write the end-of-segment blank: only its size and magic (format §1.2).

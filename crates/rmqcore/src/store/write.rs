@@ -35,9 +35,18 @@ impl Store {
             return Err(Error::invalid("messages", "the batch is empty"));
         }
         let options = &self.inner.options;
+        // Every message's properties in one buffer: one allocation per batch (room for a
+        // tag, a key and the record CRC each, so a typical batch does not grow it).
+        let mut encoded = Vec::with_capacity(drafts.len() * 64);
         let prepared = drafts
             .iter()
-            .map(|draft| draft.prepare(options.max_message_size, options.append_record_crc))
+            .map(|draft| {
+                draft.prepare(
+                    options.max_message_size,
+                    options.append_record_crc,
+                    &mut encoded,
+                )
+            })
             .collect::<Result<Vec<_>>>()?;
         let born_default = now_millis();
         let inputs: Vec<RecordInput<'_>> = prepared
@@ -48,7 +57,8 @@ impl Store {
                 flag: message.flag,
                 body: message.body,
                 body_crc: message.body_crc,
-                properties: &message.properties,
+                body_crc32: Some(message.body_crc32),
+                properties: message.properties(&encoded),
                 sys_flag: 0,
                 born_timestamp: message.born_timestamp.unwrap_or(born_default),
                 born_host: message.born_host.unwrap_or(options.store_host),

@@ -13,6 +13,7 @@ pub fn record_input<'a>(topic: &'a str, body: &'a [u8], properties: &'a [u8]) ->
         flag: 0,
         body,
         body_crc: body_crc(body),
+        body_crc32: None,
         properties,
         sys_flag: 0,
         born_timestamp: 0,
