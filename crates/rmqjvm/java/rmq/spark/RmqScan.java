@@ -39,7 +39,6 @@ final class RmqScan implements Scan {
 
   @Override
   public Batch toBatch() {
-    RmqSchema.checkProjection(schema);
     return new SegmentBatch(schema, builder.options(), builder.selection());
   }
 

@@ -21,6 +21,8 @@ final class RmqScanBuilder
   private Filter[] pushed = new Filter[0];
 
   RmqScanBuilder(StructType schema, Map<String, String> given, PythonDelegate python) {
+    // The table's whole schema (a user's .schema()), before Spark prunes it to the query's.
+    RmqSchema.checkProjection(schema);
     this.schema = schema;
     this.given = given;
     this.python = python;
