@@ -47,6 +47,12 @@ final class ReadOptions implements Serializable {
           + ".option(\"tier_url\", \"s3://bucket/prefix\") for a tiered store's bucket");
     }
     path = given;
+    // A read with tier_url goes to the Python source: here these two are always alone.
+    for (String tierOption : new String[] {"tier_endpoint", "tier_region"}) {
+      if (!lowered.getOrDefault(tierOption, "").isBlank()) {
+        throw invalid(tierOption, "option " + tierOption + " only applies with tier_url");
+      }
+    }
     Selection chosen = new Selection();
     if (lowered.containsKey("topics")) {
       Set<String> topics = new HashSet<>();
