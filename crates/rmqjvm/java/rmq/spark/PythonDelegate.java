@@ -5,7 +5,6 @@ import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
@@ -41,10 +40,6 @@ final class PythonDelegate {
 
   ScanBuilder scanBuilder(CaseInsensitiveStringMap options) {
     return ((SupportsRead) table()).newScanBuilder(options);
-  }
-
-  Scan scan() {
-    return scanBuilder(new CaseInsensitiveStringMap(properties)).build();
   }
 
   WriteBuilder writeBuilder(LogicalWriteInfo info) {

@@ -44,7 +44,7 @@ final class RmqScan implements Scan {
 
   @Override
   public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-    return python.scan().toMicroBatchStream(checkpointLocation);
+    return python.scanBuilder(builder.given()).build().toMicroBatchStream(checkpointLocation);
   }
 
   /** The batch read itself. */

@@ -2,30 +2,35 @@ package rmq.spark;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /** Takes the columns the query needs (so that a count decodes no body, no properties, no
  * message id) and the filters the decoder can apply, then builds the scan. */
 final class RmqScanBuilder
     implements SupportsPushDownRequiredColumns, SupportsPushDownFilters {
-  private final Map<String, String> given;
+  private final CaseInsensitiveStringMap given;
   private final PythonDelegate python;
   private StructType schema;
   private ReadOptions options;
   private Selection selection;
   private Filter[] pushed = new Filter[0];
 
-  RmqScanBuilder(StructType schema, Map<String, String> given, PythonDelegate python) {
+  RmqScanBuilder(StructType schema, CaseInsensitiveStringMap given, PythonDelegate python) {
     // The table's whole schema (a user's .schema()), before Spark prunes it to the query's.
     RmqSchema.checkProjection(schema);
     this.schema = schema;
     this.given = given;
     this.python = python;
+  }
+
+  /** The options as Spark gave them (a stream hands them on to the Python source). */
+  CaseInsensitiveStringMap given() {
+    return given;
   }
 
   /** The batch read's options, checked on first use (only a batch read uses them). */
