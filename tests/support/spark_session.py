@@ -16,6 +16,13 @@ from pyspark.sql import SparkSession
 # two; Java 17 is a prerequisite of the README): missing, the Spark tests fail, never skip.
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.fail("Spark needs Java 17 (java on PATH or JAVA_HOME)", pytrace=False)
+# The sessions carry the JVM reader, as a user's does once it is built: format("rmq") is
+# then the JVM provider, which hands streams, writes and tier reads to the Python source.
+if not rmq.spark.jvm_jars():
+    pytest.fail(
+        "the JVM reader is not built: run scripts/build-spark-jvm (scripts/test-all does)",
+        pytrace=False,
+    )
 
 
 @contextmanager
@@ -32,6 +39,9 @@ def local_spark(app: str, executor_env: Mapping[str, str] | None = None) -> Iter
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", "127.0.0.1")
+        # Only the first session of a test run starts the JVM, and only then do these
+        # reach the driver's classpath: every session names them alike.
+        .config("spark.jars", ",".join(rmq.spark.jvm_jars()))
     )
     for name, value in (executor_env or {}).items():
         builder = builder.config(f"spark.executorEnv.{name}", value)
