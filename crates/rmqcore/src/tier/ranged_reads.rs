@@ -211,7 +211,7 @@ impl RemoteLog {
                 object.clone(),
                 start..end,
                 recorded,
-                BLOCK_SIZE as usize,
+                Arc::clone(&self.pool),
                 move |blocks| {
                     if let Some(blocks) = &blocks {
                         reads.range_reads.fetch_add(1, Ordering::Relaxed);
