@@ -116,6 +116,10 @@ mod tests {
         assert_eq!(pool.free_buffers(), 1);
         let other = pool.seal(Vec::with_capacity(10));
         drop(other);
-        assert_eq!(pool.free_buffers(), 1, "a buffer of another size is not kept");
+        assert_eq!(
+            pool.free_buffers(),
+            1,
+            "a buffer of another size is not kept"
+        );
     }
 }

@@ -225,6 +225,11 @@ impl crate::commit_log::RemoteSegments for RemoteLog {
         self.read_segment(&segment, position, length)
     }
 
+    fn read_in_block(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes> {
+        let segment = self.listed(start_offset)?;
+        RemoteLog::read_in_block(self, &segment, position, length)
+    }
+
     fn read_whole(&self, start_offset: u64) -> Result<Bytes> {
         let segment = self.listed(start_offset)?;
         self.read_whole_segment(&segment)
