@@ -55,6 +55,11 @@ impl RemoteLog {
     /// block holding `position`: a slice of the cached block, never a copy (a record
     /// read from a block's tail would otherwise be copied with the next block's head).
     /// Empty only at the segment's end.
+    ///
+    /// The read counts as a read of every block `length` reaches, as `read_segment`'s
+    /// does: the sequential-reader test (`BlockCache::note_read`) sees the same reads
+    /// whichever is used, so a queue's reader that steps back into a block after its
+    /// window reached the next one is not taken for a reader of the whole span.
     pub fn read_in_block(
         &self,
         segment: &TieredSegment,
@@ -65,11 +70,13 @@ impl RemoteLog {
             return Ok(Bytes::new());
         }
         let index = position / BLOCK_SIZE;
-        let block = match self.cached_block(segment, index) {
+        let reach = ((position + length.max(1) as u64).min(segment.size) - 1) / BLOCK_SIZE;
+        let block = match self.cached_block(segment, index..=reach) {
             Some(block) => block,
             None => self
-                .blocks(segment, index..=index)?
-                .pop()
+                .blocks(segment, index..=reach)?
+                .into_iter()
+                .next()
                 .unwrap_or_default(),
         };
         let from = ((position - index * BLOCK_SIZE) as usize).min(block.len());
@@ -77,21 +84,29 @@ impl RemoteLog {
         Ok(block.slice(from..to))
     }
 
-    /// The block `index` of `segment` when it is cached (noting the read, and starting
-    /// read-ahead when it moves a sequential reader on): the path of nearly every record
-    /// read, one lock and one lookup, with none of `blocks`' bookkeeping of misses.
-    fn cached_block(&self, segment: &TieredSegment, index: u64) -> Option<Bytes> {
-        let key = (segment.start_offset, index);
-        let (block, moved_on) = {
+    /// The first block of `window` when all of `window`'s blocks are cached (noting the
+    /// reads, and starting read-ahead when they move a sequential reader on): the path of
+    /// nearly every record read, one lock and a lookup per block, with none of `blocks`'
+    /// bookkeeping of misses.
+    fn cached_block(&self, segment: &TieredSegment, window: RangeInclusive<u64>) -> Option<Bytes> {
+        let start = segment.start_offset;
+        let (first, moved_on) = {
             let mut cache = self.cache.0.lock().expect("block cache lock");
-            let block = cache.get(key)?;
-            (block, cache.note_read(key))
+            let first = cache.get((start, *window.start()))?;
+            if *window.end() > *window.start() && cache.get((start, *window.end())).is_none() {
+                return None;
+            }
+            let mut moved_on = false;
+            for index in window.clone() {
+                moved_on |= cache.note_read((start, index));
+            }
+            (first, moved_on)
         };
         self.reads.cache_hits.fetch_add(1, Ordering::Relaxed);
         if moved_on {
-            self.read_ahead(segment, index);
+            self.read_ahead(segment, *window.end());
         }
-        Some(block)
+        Some(first)
     }
 
     /// The blocks `wanted` of `segment`: cached ones at once, missing ones fetched here
