@@ -83,8 +83,10 @@ def test_records_at_every_block_edge_arrive_intact_through_reused_buffers(
     assert got == bodies
 
     evicted_end = max(s["start_offset"] + s["size"] for s in evicted)
-    in_tier = [(start, len(body)) for start, body in zip(starts, got) if start < evicted_end]
-    length_crosses = sum(1 for start, _ in in_tier if BLOCK - 4 < start % BLOCK)
+    in_tier = [
+        (start, len(body)) for start, body in zip(starts, got, strict=True) if start < evicted_end
+    ]
+    length_crosses = sum(1 for start, _ in in_tier if start % BLOCK > BLOCK - 4)
     record_crosses = sum(
         1 for start, size in in_tier if start // BLOCK != (start + size + overhead - 1) // BLOCK
     )
