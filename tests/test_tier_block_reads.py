@@ -92,6 +92,8 @@ def test_records_at_every_block_edge_arrive_intact_through_reused_buffers(
     )
     assert length_crosses >= 100, length_crosses
     assert record_crosses >= 500, record_crosses
-    reads = store.tier_status()["reads"]  # type: ignore[index]
+    status = store.tier_status()
+    assert status is not None
+    reads = status["reads"]
     assert reads["bytes_fetched"] >= evicted_bytes, "every evicted byte came from the bucket"
     store.close()
