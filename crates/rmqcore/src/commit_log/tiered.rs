@@ -26,6 +26,9 @@ pub trait RemoteSegments: Send + Sync + std::fmt::Debug {
     fn object_name(&self, start_offset: u64) -> Arc<Path>;
     /// `length` bytes at `position` of the segment (fewer at its end).
     fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes>;
+    /// Up to `length` bytes at `position`, fewer where the copy's unit of caching ends
+    /// (a slice, never a copy); empty only at the segment's end.
+    fn read_in_block(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes>;
     /// The whole segment, checked against what was stored.
     fn read_whole(&self, start_offset: u64) -> Result<Bytes>;
     /// Records a reader will read soon, as (offset, size): a hint to fetch them ahead.
@@ -120,8 +123,13 @@ impl CommitLog {
         let position = offset - start_offset;
         let corrupt = |reason: String| Error::corrupt(&*object, position, reason);
         // Most records are shorter than this: one read (one GET when not cached) gets the
-        // length and the record, even when the record crosses into the next block.
-        let first = remote.read(start_offset, position, FIRST_READ)?;
+        // length and the record as a slice of one cached block. Only a record crossing
+        // into the next block is read again whole, which copies it (just it: a first read
+        // across the boundary would copy FIRST_READ bytes for every record near one).
+        let mut first = remote.read_in_block(start_offset, position, FIRST_READ)?;
+        if first.len() < 4 {
+            first = remote.read(start_offset, position, FIRST_READ)?;
+        }
         if first.len() < 4 {
             return Err(corrupt("no record starts here".into()));
         }

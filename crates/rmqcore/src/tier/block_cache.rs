@@ -6,9 +6,11 @@
 //! between other queues' records, fetches little it does not need; a GET still fetches
 //! a run of consecutive blocks at once, so small blocks do not mean small requests.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
+
+use super::block_key_hash::{FastMap, FastSet};
 
 /// Bytes per block: what a lookup of one record fetches, and the grain at which a
 /// consumer's sparse reads are covered.
@@ -36,18 +38,18 @@ const SEQUENTIAL_STREAK: u64 = 8;
 pub struct BlockCache {
     capacity_blocks: usize,
     /// Each block with the stamp of its last use.
-    blocks: HashMap<BlockKey, (Bytes, u64)>,
+    blocks: FastMap<BlockKey, (Bytes, u64)>,
     /// The blocks by last use, oldest first.
     by_use: BTreeMap<u64, BlockKey>,
     next_stamp: u64,
-    in_flight: HashSet<BlockKey>,
+    in_flight: FastSet<BlockKey>,
     /// Per segment: the block read last and how many consecutive blocks led up to it.
-    streaks: HashMap<u64, (u64, u64)>,
+    streaks: FastMap<u64, (u64, u64)>,
     /// Blocks fetched (or being fetched) ahead of a reader, for any reader, and not read
     /// yet: their number is bounded by `fetch_ahead_limit` for all readers together, so
     /// that many consumers' read-ahead cannot push out of the cache what another fetched
     /// ahead before it is read.
-    ahead: HashSet<BlockKey>,
+    ahead: FastSet<BlockKey>,
     /// The most blocks `ahead` has held.
     ahead_peak: usize,
     /// Blocks fetched ahead that were pushed out of the cache before anyone read them.
@@ -58,12 +60,12 @@ impl BlockCache {
     pub fn new(capacity_bytes: u64) -> Self {
         BlockCache {
             capacity_blocks: (capacity_bytes / BLOCK_SIZE).max(4 * CHUNK_BLOCKS) as usize,
-            blocks: HashMap::new(),
+            blocks: FastMap::default(),
             by_use: BTreeMap::new(),
             next_stamp: 0,
-            in_flight: HashSet::new(),
-            streaks: HashMap::new(),
-            ahead: HashSet::new(),
+            in_flight: FastSet::default(),
+            streaks: FastMap::default(),
+            ahead: FastSet::default(),
             ahead_peak: 0,
             ahead_evicted_unread: 0,
         }
@@ -169,12 +171,13 @@ impl BlockCache {
     /// block after `SEQUENTIAL_STREAK - 1` consecutive ones (further reads of the same
     /// block answer false: read-ahead is decided once per block).
     pub fn note_read(&mut self, (segment, index): BlockKey) -> bool {
-        let streak = match self.streaks.get(&segment) {
-            Some(&(last, _)) if last == index => return false,
-            Some(&(last, streak)) if last + 1 == index => streak + 1,
+        let entry = self.streaks.entry(segment).or_insert((index, 0));
+        let streak = match *entry {
+            (last, streak) if last == index && streak > 0 => return false,
+            (last, streak) if last + 1 == index => streak + 1,
             _ => 1,
         };
-        self.streaks.insert(segment, (index, streak));
+        *entry = (index, streak);
         streak >= SEQUENTIAL_STREAK
     }
 

@@ -8,6 +8,7 @@
 //! a later reader and a restarted uploader can tell the object is the file.
 
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,6 +21,7 @@ use object_store::{
 };
 use tokio::runtime::Runtime;
 
+use super::block_pool::BlockPool;
 use super::location::TierLocation;
 use super::object_errors::tier_error;
 use super::recorded_get::{get_blocks, get_checked, recorded_crc, CRC_METADATA};
@@ -217,7 +219,7 @@ impl ObjectClient {
         self.settled(object, offset, fetched)
     }
 
-    /// `get_recorded`, its body cut into `block`-byte pieces as it arrives (the last one
+    /// `get_recorded`, its body cut into the pool's blocks as it arrives (the last one
     /// shorter at the range's end): each byte is copied once, into the piece that keeps
     /// it, instead of into one buffer for the whole range and again into the pieces.
     pub fn get_recorded_blocks(
@@ -225,12 +227,12 @@ impl ObjectClient {
         object: &ObjectPath,
         range: Range<u64>,
         (size, crc32): (u64, u32),
-        block: usize,
+        pool: &Arc<BlockPool>,
     ) -> Result<Vec<Bytes>> {
         let offset = range.start;
         let fetched =
             self.runtime
-                .block_on(get_blocks(&self.store, object, range, (size, crc32), block));
+                .block_on(get_blocks(&self.store, object, range, (size, crc32), pool));
         self.settled(object, offset, fetched)
     }
 
@@ -258,12 +260,12 @@ impl ObjectClient {
         object: ObjectPath,
         range: Range<u64>,
         recorded: (u64, u32),
-        block: usize,
+        pool: Arc<BlockPool>,
         done: impl FnOnce(Option<Vec<Bytes>>) + Send + 'static,
     ) {
         let store = self.store.clone();
         self.runtime.spawn(async move {
-            let fetched = get_blocks(&store, &object, range, recorded, block).await;
+            let fetched = get_blocks(&store, &object, range, recorded, &pool).await;
             done(fetched.ok().and_then(|checked| checked.ok()));
         });
     }

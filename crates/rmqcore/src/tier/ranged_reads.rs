@@ -37,11 +37,10 @@ impl RemoteLog {
         }
         let first = position / BLOCK_SIZE;
         let last = (end - 1) / BLOCK_SIZE;
-        let blocks = self.blocks(segment, first..=last)?;
-        if let [block] = blocks.as_slice() {
-            let from = (position - first * BLOCK_SIZE) as usize;
-            return Ok(block.slice(from..from + (end - position) as usize));
+        if first == last {
+            return self.read_in_block(segment, position, length);
         }
+        let blocks = self.blocks(segment, first..=last)?;
         let mut bytes = Vec::with_capacity((end - position) as usize);
         for (index, block) in (first..=last).zip(&blocks) {
             let block_start = index * BLOCK_SIZE;
@@ -50,6 +49,64 @@ impl RemoteLog {
             bytes.extend_from_slice(&block[from as usize..to as usize]);
         }
         Ok(Bytes::from(bytes))
+    }
+
+    /// Up to `length` bytes at `position` of `segment`, no further than the end of the
+    /// block holding `position`: a slice of the cached block, never a copy (a record
+    /// read from a block's tail would otherwise be copied with the next block's head).
+    /// Empty only at the segment's end.
+    ///
+    /// The read counts as a read of every block `length` reaches, as `read_segment`'s
+    /// does: the sequential-reader test (`BlockCache::note_read`) sees the same reads
+    /// whichever is used, so a queue's reader that steps back into a block after its
+    /// window reached the next one is not taken for a reader of the whole span.
+    pub fn read_in_block(
+        &self,
+        segment: &TieredSegment,
+        position: u64,
+        length: usize,
+    ) -> Result<Bytes> {
+        if position >= segment.size {
+            return Ok(Bytes::new());
+        }
+        let index = position / BLOCK_SIZE;
+        let reach = ((position + length.max(1) as u64).min(segment.size) - 1) / BLOCK_SIZE;
+        let block = match self.cached_block(segment, index..=reach) {
+            Some(block) => block,
+            None => self
+                .blocks(segment, index..=reach)?
+                .into_iter()
+                .next()
+                .unwrap_or_default(),
+        };
+        let from = ((position - index * BLOCK_SIZE) as usize).min(block.len());
+        let to = (from + length).min(block.len());
+        Ok(block.slice(from..to))
+    }
+
+    /// The first block of `window` when all of `window`'s blocks are cached (noting the
+    /// reads, and starting read-ahead when they move a sequential reader on): the path of
+    /// nearly every record read, one lock and a lookup per block, with none of `blocks`'
+    /// bookkeeping of misses.
+    fn cached_block(&self, segment: &TieredSegment, window: RangeInclusive<u64>) -> Option<Bytes> {
+        let start = segment.start_offset;
+        let (first, moved_on) = {
+            let mut cache = self.cache.0.lock().expect("block cache lock");
+            let first = cache.get((start, *window.start()))?;
+            if *window.end() > *window.start() && cache.get((start, *window.end())).is_none() {
+                return None;
+            }
+            let mut moved_on = false;
+            for index in window.clone() {
+                moved_on |= cache.note_read((start, index));
+            }
+            (first, moved_on)
+        };
+        self.reads.cache_hits.fetch_add(1, Ordering::Relaxed);
+        if moved_on {
+            self.read_ahead(segment, *window.end());
+        }
+        Some(first)
     }
 
     /// The blocks `wanted` of `segment`: cached ones at once, missing ones fetched here
@@ -211,7 +268,7 @@ impl RemoteLog {
                 object.clone(),
                 start..end,
                 recorded,
-                BLOCK_SIZE as usize,
+                Arc::clone(&self.pool),
                 move |blocks| {
                     if let Some(blocks) = &blocks {
                         reads.range_reads.fetch_add(1, Ordering::Relaxed);

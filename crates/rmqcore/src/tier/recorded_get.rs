@@ -1,13 +1,16 @@
 //! A ranged GET of an object the tier recorded, checked against that record (its size
 //! and the CRC32 kept with it as metadata) before its body is read, and the body cut into
-//! the block cache's pieces as it arrives.
+//! the block cache's pieces as it arrives, each filling a reused buffer (`block_pool.rs`).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::aws::AmazonS3;
 use object_store::path::Path as ObjectPath;
 use object_store::{Attribute, Attributes, GetOptions, GetResult, ObjectStore};
+
+use super::block_pool::BlockPool;
 
 /// The metadata key holding a segment's CRC32 (lowercase hex).
 pub(super) const CRC_METADATA: &str = "rmq-crc32";
@@ -60,32 +63,34 @@ pub(super) async fn get_checked(
     Ok(Ok(result))
 }
 
-/// `get_checked`, then its body cut into `block`-byte pieces as it arrives.
+/// `get_checked`, then its body cut into the pool's blocks as it arrives.
 pub(super) async fn get_blocks(
     store: &AmazonS3,
     object: &ObjectPath,
     range: Range<u64>,
     (size, crc32): (u64, u32),
-    block: usize,
+    pool: &Arc<BlockPool>,
 ) -> Checked<Vec<Bytes>> {
     match get_checked(store, object, range, size, crc32).await? {
-        Ok(result) => collect_blocks(result.into_stream(), block).await.map(Ok),
+        Ok(result) => collect_blocks(result.into_stream(), pool).await.map(Ok),
         Err(reason) => Ok(Err(reason)),
     }
 }
 
-/// A GET's body, as it arrives, cut into `block`-byte pieces, each its own buffer (the
-/// last shorter at the body's end): each byte is copied once, from the HTTP client's
-/// buffers into the piece that keeps it. A piece never shares a buffer with another, so
-/// the cache's bound counts what it holds (a slice of one large buffer would keep all of
-/// it alive for as long as any one block is cached).
-pub async fn collect_blocks<S, E>(mut body: S, block: usize) -> Result<Vec<Bytes>, E>
+/// A GET's body, as it arrives, cut into the pool's block-sized pieces, each its own
+/// buffer (the last shorter at the body's end): each byte is copied once, from the HTTP
+/// client's buffers into the piece that keeps it, a buffer taken from the pool (no page
+/// faults nor zeroing when one is reused). A piece never shares a buffer with another,
+/// so the cache's bound counts what it holds (a slice of one large buffer would keep all
+/// of it alive for as long as any one block is cached).
+pub async fn collect_blocks<S, E>(mut body: S, pool: &Arc<BlockPool>) -> Result<Vec<Bytes>, E>
 where
     S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
 {
     use futures::StreamExt;
+    let block = pool.block_size();
     let mut blocks = Vec::new();
-    let mut current: Vec<u8> = Vec::with_capacity(block);
+    let mut current: Vec<u8> = pool.take();
     while let Some(chunk) = body.next().await {
         let chunk = chunk?;
         let mut rest = &chunk[..];
@@ -94,13 +99,13 @@ where
             current.extend_from_slice(&rest[..take]);
             rest = &rest[take..];
             if current.len() == block {
-                let full = std::mem::replace(&mut current, Vec::with_capacity(block));
-                blocks.push(Bytes::from(full));
+                let full = std::mem::replace(&mut current, pool.take());
+                blocks.push(pool.seal(full));
             }
         }
     }
     if !current.is_empty() {
-        blocks.push(Bytes::from(current));
+        blocks.push(pool.seal(current));
     }
     Ok(blocks)
 }
@@ -119,14 +124,15 @@ mod tests {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
+        let pool = BlockPool::new(4096, 8);
         let blocks = runtime
-            .block_on(collect_blocks(futures::stream::iter(chunks), 4096))
+            .block_on(collect_blocks(futures::stream::iter(chunks), &pool))
             .unwrap();
         let lengths: Vec<usize> = blocks.iter().map(Bytes::len).collect();
         assert_eq!(lengths, vec![4096, 4096, 10_000 - 8192]);
         assert_eq!(blocks.concat(), body);
         let failed: Vec<Result<Bytes, &str>> = vec![Ok(Bytes::from_static(b"x")), Err("cut")];
-        let outcome = runtime.block_on(collect_blocks(futures::stream::iter(failed), 4096));
+        let outcome = runtime.block_on(collect_blocks(futures::stream::iter(failed), &pool));
         assert_eq!(
             outcome,
             Err("cut"),

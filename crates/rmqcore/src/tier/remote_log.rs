@@ -8,7 +8,8 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use bytes::Bytes;
 
-use super::block_cache::BlockCache;
+use super::block_cache::{BlockCache, BLOCK_SIZE, CHUNK_BLOCKS};
+use super::block_pool::BlockPool;
 use super::object_client::ObjectClient;
 use super::state::{TierState, TieredSegment};
 use crate::error::{Error, Result};
@@ -22,6 +23,8 @@ pub struct RemoteLog {
     root: PathBuf,
     pub(super) state: RwLock<TierState>,
     pub(super) cache: SharedCache,
+    /// The buffers the cache's blocks are fetched into, reused.
+    pub(super) pool: Arc<BlockPool>,
     pub(super) reads: Arc<ReadCounters>,
     /// Index files' slot tables (`remote_index.rs`), a quarter of the read cache's bytes.
     pub(super) slot_tables: Mutex<super::slot_tables::SlotTables>,
@@ -60,7 +63,7 @@ impl RemoteLog {
     pub fn read_stats(&self) -> ReadStats {
         let (ahead, peak, limit, evicted_unread) =
             self.cache.0.lock().expect("block cache lock").ahead_stats();
-        let bytes = |blocks: u64| blocks * super::block_cache::BLOCK_SIZE;
+        let bytes = |blocks: u64| blocks * BLOCK_SIZE;
         ReadStats {
             range_reads: self.reads.range_reads.load(Ordering::Relaxed),
             bytes_fetched: self.reads.bytes_fetched.load(Ordering::Relaxed),
@@ -95,10 +98,9 @@ impl RemoteLog {
         range: std::ops::Range<u64>,
         recorded: (u64, u32),
     ) -> Result<Vec<Bytes>> {
-        let block = super::block_cache::BLOCK_SIZE as usize;
         let blocks = self
             .client
-            .get_recorded_blocks(object, range, recorded, block)?;
+            .get_recorded_blocks(object, range, recorded, &self.pool)?;
         self.reads.range_reads.fetch_add(1, Ordering::Relaxed);
         let fetched: u64 = blocks.iter().map(|b| b.len() as u64).sum();
         self.reads
@@ -113,6 +115,9 @@ impl RemoteLog {
             root: root.to_path_buf(),
             state: RwLock::new(state),
             cache: Arc::new((Mutex::new(BlockCache::new(cache_bytes)), Condvar::new())),
+            // One GET's worth of free buffers: what a reader's next fetch takes while the
+            // blocks it pushes out give theirs back.
+            pool: BlockPool::new(BLOCK_SIZE as usize, CHUNK_BLOCKS as usize),
             reads: Arc::new(ReadCounters::default()),
             slot_tables: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
             queue_files: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
@@ -218,6 +223,11 @@ impl crate::commit_log::RemoteSegments for RemoteLog {
     fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes> {
         let segment = self.listed(start_offset)?;
         self.read_segment(&segment, position, length)
+    }
+
+    fn read_in_block(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes> {
+        let segment = self.listed(start_offset)?;
+        RemoteLog::read_in_block(self, &segment, position, length)
     }
 
     fn read_whole(&self, start_offset: u64) -> Result<Bytes> {
