@@ -21,17 +21,6 @@ impl PySendBatchFuture {
     pub fn create(py: Python<'_>, outcome: Arc<BatchOutcome>, count: usize) -> PyResult<Py<Self>> {
         Py::new(py, PySendBatchFuture { outcome, count })
     }
-
-    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        if self.outcome.wait(py, timeout)? {
-            Ok(())
-        } else {
-            let seconds = timeout.unwrap_or_default();
-            Err(pyo3::exceptions::PyTimeoutError::new_err(format!(
-                "no answer from the broker within {seconds} s"
-            )))
-        }
-    }
 }
 
 #[pymethods]
@@ -57,7 +46,7 @@ impl PySendBatchFuture {
     /// failed with, or `TimeoutError` if `timeout` seconds pass first.
     #[pyo3(signature = (timeout=None))]
     fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Vec<PySendResult>> {
-        self.wait(py, timeout)?;
+        self.outcome.wait(py, timeout)?;
         if let Some(error) = self.outcome.error(py) {
             return Err(PyErr::from_value(error.into_bound(py)));
         }
@@ -71,7 +60,7 @@ impl PySendBatchFuture {
     /// The exception the batch failed with, or None once it was stored.
     #[pyo3(signature = (timeout=None))]
     fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
-        self.wait(py, timeout)?;
+        self.outcome.wait(py, timeout)?;
         Ok(self.outcome.error(py))
     }
 

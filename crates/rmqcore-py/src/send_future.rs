@@ -87,10 +87,10 @@ impl BatchOutcome {
         lock(&self.state).answer.is_some()
     }
 
-    /// Wait until the batch ends; false if `timeout` (seconds) passed first.
-    pub(crate) fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+    /// Wait until the batch ends; `TimeoutError` if `timeout` (seconds) passes first.
+    pub(crate) fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
         if self.is_finished() {
-            return Ok(true);
+            return Ok(());
         }
         let deadline = match timeout {
             Some(seconds) if seconds.is_finite() => {
@@ -114,10 +114,13 @@ impl BatchOutcome {
                 state.answer.is_some()
             });
             if finished {
-                return Ok(true);
+                return Ok(());
             }
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                return Ok(false);
+                let seconds = timeout.unwrap_or_default();
+                return Err(pyo3::exceptions::PyTimeoutError::new_err(format!(
+                    "no answer from the broker within {seconds} s"
+                )));
             }
             py.check_signals()?;
         }
@@ -246,7 +249,7 @@ impl PySendFuture {
     /// `TimeoutError` if `timeout` seconds pass first.
     #[pyo3(signature = (timeout=None))]
     fn result(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<PySendResult> {
-        self.wait(py, timeout)?;
+        self.outcome.wait(py, timeout)?;
         if let Some(error) = self.outcome.error(py) {
             return Err(PyErr::from_value(error.into_bound(py)));
         }
@@ -268,7 +271,7 @@ impl PySendFuture {
     /// The exception the send failed with, or None once it succeeded.
     #[pyo3(signature = (timeout=None))]
     fn exception(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
-        self.wait(py, timeout)?;
+        self.outcome.wait(py, timeout)?;
         Ok(self.outcome.error(py))
     }
 
@@ -288,18 +291,5 @@ impl PySendFuture {
             "<SendFuture {}/{} #{} {}>",
             self.outcome.topic, self.outcome.queue_id, self.index, state
         )
-    }
-}
-
-impl PySendFuture {
-    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        if self.outcome.wait(py, timeout)? {
-            Ok(())
-        } else {
-            let seconds = timeout.unwrap_or_default();
-            Err(pyo3::exceptions::PyTimeoutError::new_err(format!(
-                "no answer from the broker within {seconds} s"
-            )))
-        }
     }
 }

@@ -9,7 +9,6 @@
 //! limit. The broker's body size limit is the shard's to apply: it refuses the batch
 //! whole, naming the message.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -18,60 +17,22 @@ use rmqcore::record::message_rules::check_message_fields;
 use rmqnet::client::encode::put_full_message;
 
 use crate::errors::invalid;
-use crate::message::{Metadata, PyMessage};
+use crate::message::Metadata;
 use crate::send_batch_future::PySendBatchFuture;
 use crate::send_future::Answer;
-use crate::store::columns::Columns;
+use crate::store::columns::{read_messages, Columns};
 
 use super::send::MESSAGE_OVERHEAD;
 use super::PyProducerCore;
 
 /// One message of the batch: its body and, unless it is a bare body, its fields.
-struct Item<'a> {
-    body: Cow<'a, [u8]>,
+struct Item<'py, 'a> {
+    body: Bound<'py, PyBytes>,
     metadata: Option<Metadata<'a>>,
 }
 
-/// The messages as Python gave them, read into `Item`s: bytes bodies with the `tags` and
-/// `keys` columns, or `rmq.Message`s with their own fields (not both).
-fn read_items<'a>(
-    py: Python<'_>,
-    items: &'a [Bound<'a, PyAny>],
-    columns: &'a Columns<'a>,
-) -> PyResult<Vec<Item<'a>>> {
-    let mut out = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        if let Ok(bytes) = item.cast::<PyBytes>() {
-            out.push(Item {
-                body: Cow::Borrowed(bytes.as_bytes()),
-                metadata: columns.take(py, index)?,
-            });
-        } else if let Ok(message) = item.cast::<PyMessage>() {
-            if columns.given() {
-                return Err(invalid(
-                    py,
-                    "messages",
-                    "tags= and keys= go with bytes bodies; an rmq.Message carries its own",
-                ));
-            }
-            let parts = message.get().draft_parts(py);
-            out.push(Item {
-                body: Cow::Owned(parts.body.bind(py).as_bytes().to_vec()),
-                metadata: Some(parts.metadata),
-            });
-        } else {
-            return Err(invalid(
-                py,
-                "messages",
-                format!("message {index}: must be bytes or rmq.Message"),
-            ));
-        }
-    }
-    Ok(out)
-}
-
 /// The first message that breaks the engine's field rules, as the error naming it.
-fn check_items(py: Python<'_>, items: &[Item<'_>]) -> PyResult<()> {
+fn check_items(py: Python<'_>, items: &[Item<'_, '_>]) -> PyResult<()> {
     for (index, item) in items.iter().enumerate() {
         let Some(metadata) = &item.metadata else {
             continue;
@@ -92,15 +53,17 @@ fn check_items(py: Python<'_>, items: &[Item<'_>]) -> PyResult<()> {
 }
 
 /// Every message's `messages` field of a `SendRequest`, one after the other.
-fn encode(items: &[Item<'_>]) -> Vec<u8> {
-    let bodies: usize = items.iter().map(|item| item.body.len()).sum();
+fn encode(items: &[Item<'_, '_>]) -> Vec<u8> {
+    let bodies: usize = items.iter().map(|item| item.body.as_bytes().len()).sum();
     let mut encoded = Vec::with_capacity(bodies + items.len() * 48);
     for item in items {
         match &item.metadata {
-            None => put_full_message::<&str>(&mut encoded, &item.body, None, &[], &[], 0, 0),
+            None => {
+                put_full_message::<&str>(&mut encoded, item.body.as_bytes(), None, &[], &[], 0, 0)
+            }
             Some(metadata) => put_full_message(
                 &mut encoded,
-                &item.body,
+                item.body.as_bytes(),
                 metadata.tags.as_deref(),
                 &metadata.keys,
                 &metadata.properties,
@@ -144,11 +107,16 @@ impl PyProducerCore {
             return Err(invalid(py, "messages", "the batch has no messages"));
         }
         let columns = Columns::extract(py, count, tags, keys)?;
-        let items = read_items(py, &objects, &columns)?;
+        let (bodies, metadata) = read_messages(py, &objects, &columns)?;
+        let items: Vec<Item<'_, '_>> = bodies
+            .into_iter()
+            .zip(metadata)
+            .map(|(body, metadata)| Item { body, metadata })
+            .collect();
         check_items(py, &items)?;
         let size: usize = items
             .iter()
-            .map(|item| item.body.len() + MESSAGE_OVERHEAD)
+            .map(|item| item.body.as_bytes().len() + MESSAGE_OVERHEAD)
             .sum();
         let limits = self.core.lock().limits;
         if count > limits.batch_max_messages {

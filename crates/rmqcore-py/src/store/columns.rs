@@ -5,10 +5,50 @@
 use std::borrow::Cow;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use crate::errors::invalid;
-use crate::message::{extract_keys, Metadata};
+use crate::message::{extract_keys, Metadata, PyMessage};
+
+/// A batch's bodies, and beside them each message's fields (None for a bare body).
+pub type BodiesAndFields<'py, 'a> = (Vec<Bound<'py, PyBytes>>, Vec<Option<Metadata<'a>>>);
+
+/// A batch call's messages (`Store.put_batch`, `Producer.send_batch`) read in one pass:
+/// each body, and each message's fields unless it is a bare body with no columns beside
+/// it. Bytes bodies take their tags and keys from `columns`; an `rmq.Message` carries its
+/// own, so columns given with messages are refused.
+pub fn read_messages<'a, 'py>(
+    py: Python<'py>,
+    items: &[Bound<'py, PyAny>],
+    columns: &'a Columns<'py>,
+) -> PyResult<BodiesAndFields<'py, 'a>> {
+    let mut bodies = Vec::with_capacity(items.len());
+    let mut metadata = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        if let Ok(bytes) = item.cast::<PyBytes>() {
+            bodies.push(bytes.clone());
+            metadata.push(columns.take(py, index)?);
+        } else if let Ok(message) = item.cast::<PyMessage>() {
+            if columns.given() {
+                return Err(invalid(
+                    py,
+                    "messages",
+                    "tags= and keys= go with bytes bodies; an rmq.Message carries its own",
+                ));
+            }
+            let parts = message.get().draft_parts(py);
+            bodies.push(parts.body.bind(py).clone());
+            metadata.push(Some(parts.metadata));
+        } else {
+            return Err(invalid(
+                py,
+                "messages",
+                format!("message {index}: must be bytes or rmq.Message"),
+            ));
+        }
+    }
+    Ok((bodies, metadata))
+}
 
 /// The columns as Python gave them, checked for shape and type; each message's strings
 /// are borrowed from them when its draft is made.

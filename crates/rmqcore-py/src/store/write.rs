@@ -12,9 +12,9 @@ use rmqcore::record::host::parse_host;
 use rmqcore::MessageDraft;
 
 use crate::errors::{invalid, to_py_err, without_gil};
-use crate::message::{checked_i32, extract_keys, extract_properties, Metadata, PyMessage};
+use crate::message::{checked_i32, extract_keys, extract_properties};
 use crate::put_result::{PyPutResult, PyPutResults};
-use crate::store::columns::Columns;
+use crate::store::columns::{read_messages, Columns};
 
 use super::PyStore;
 
@@ -82,31 +82,7 @@ impl PyStore {
             .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
             .collect::<PyResult<_>>()?;
         let columns = Columns::extract(py, items.len(), tags, keys)?;
-        let mut bodies: Vec<Bound<'_, PyBytes>> = Vec::with_capacity(items.len());
-        let mut metadata: Vec<Option<Metadata>> = Vec::with_capacity(items.len());
-        for (index, item) in items.iter().enumerate() {
-            if let Ok(bytes) = item.cast::<PyBytes>() {
-                bodies.push(bytes.clone());
-                metadata.push(columns.take(py, index)?);
-            } else if let Ok(message) = item.cast::<PyMessage>() {
-                if columns.given() {
-                    return Err(invalid(
-                        py,
-                        "messages",
-                        "tags= and keys= go with bytes bodies; an rmq.Message carries its own",
-                    ));
-                }
-                let parts = message.get().draft_parts(py);
-                bodies.push(parts.body.bind(py).clone());
-                metadata.push(Some(parts.metadata));
-            } else {
-                return Err(invalid(
-                    py,
-                    "messages",
-                    "each message must be bytes or rmq.Message",
-                ));
-            }
-        }
+        let (bodies, metadata) = read_messages(py, &items, &columns)?;
         // The metadata moves into the drafts: the columns' strings are borrowed from
         // Python, a message's are copied once, when they leave it.
         let drafts: Vec<MessageDraft<'_>> = bodies
