@@ -13,8 +13,8 @@ const POLY: u32 = 0xEDB8_8320;
 /// The polynomial 1 (x⁰), reflected.
 const ONE: u32 = 1 << 31;
 
-/// a · b mod P.
-fn multiply(a: u32, mut b: u32) -> u32 {
+/// a · b mod P (a `const fn`, so the table below is built with it at compile time).
+const fn multiply(a: u32, mut b: u32) -> u32 {
     let mut product = 0;
     let mut bit = ONE;
     while bit != 0 {
@@ -35,18 +35,7 @@ const fn powers_of_two() -> [u32; 64] {
     table[0] = ONE >> 1;
     let mut k = 1;
     while k < 64 {
-        // Squaring in a const fn: the same loop as `multiply`.
-        let (a, mut b) = (table[k - 1], table[k - 1]);
-        let mut product = 0;
-        let mut bit = ONE;
-        while bit != 0 {
-            if a & bit != 0 {
-                product ^= b;
-            }
-            b = if b & 1 != 0 { (b >> 1) ^ POLY } else { b >> 1 };
-            bit >>= 1;
-        }
-        table[k] = product;
+        table[k] = multiply(table[k - 1], table[k - 1]);
         k += 1;
     }
     table
