@@ -3,6 +3,7 @@ inspect and verify, run as real processes."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import shutil
@@ -86,6 +87,37 @@ def test_topic_produce_consume_query_round_trip(broker: LocalBroker) -> None:
 
     assert "deleted" in rmq_cli("topic", "delete", "clitopic", *endpoint).stdout.decode()
     assert "clitopic" not in rmq_cli("topic", "list", *endpoint).stdout.decode().split()
+
+
+def test_generated_load_is_sent_in_batches_within_the_limits(broker: LocalBroker) -> None:
+    endpoint = ["--endpoint", broker.endpoint]
+    rmq_cli("topic", "create", "batched", "--queues", "3", *endpoint)
+    # 364 bytes counted per message: 27 to a batch, 1,000 messages in 38 batches.
+    produced = rmq_cli(
+        "produce", "batched", "--count", "1000", "--size", "300", "--keys",
+        "--batch-messages", "128", "--batch-bytes", "10000", "--no-progress", *endpoint,
+    )  # fmt: skip
+    assert "stored 1000 of 1000" in produced.stderr.decode()
+    consumed = rmq_cli(
+        "consume", "batched", "--group", "g", "--count", "1000", "--format", "json", *endpoint
+    )
+    records = [json.loads(line) for line in consumed.stdout.splitlines()]
+    assert sorted(r["keys"][0] for r in records) == sorted(f"key-{i}" for i in range(1000))
+    assert {len(base64.b64decode(r["body_base64"])) for r in records} == {300}
+
+    too_big = rmq_cli(
+        "produce", "batched", "--count", "1", "--size", "20000", "--batch-bytes", "10000",
+        *endpoint, check=False,
+    )  # fmt: skip
+    assert too_big.returncode == 2 and b"raise --batch-bytes" in too_big.stderr
+
+    # Over the broker's body limit (4 MiB): refused whole, counted, and the exit says so.
+    refused = rmq_cli(
+        "produce", "batched", "--count", "2", "--size", str(5 << 20),
+        "--batch-bytes", str(16 << 20), "--no-progress", *endpoint, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert b"stored 0 of 2" in refused.stderr and b"first failure" in refused.stderr
 
 
 def checksums(root: Path) -> dict[str, str]:

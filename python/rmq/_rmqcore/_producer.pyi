@@ -2,7 +2,7 @@
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, final
+from typing import Any, ClassVar, final
 
 from typing_extensions import disjoint_base
 
@@ -85,6 +85,8 @@ class ProducerCore:
     that looks up the routes it asks for (``_routes_wanted``) and pushes them in
     (``_set_route``, ``_route_failed``)."""
 
+    MESSAGE_OVERHEAD: ClassVar[int]
+    """Bytes a message counts against ``batch_max_bytes`` besides its body."""
     def __new__(cls, *args: Any, **kwargs: Any) -> ProducerCore: ...
     def _configure(
         self,

@@ -77,6 +77,11 @@ fn encode(items: &[Item<'_, '_>]) -> Vec<u8> {
 
 #[pymethods]
 impl PyProducerCore {
+    /// Bytes a message counts against `batch_max_bytes` besides its body, so that a
+    /// caller splitting its own batches (`rmq produce`) can split them to fit.
+    #[classattr]
+    const MESSAGE_OVERHEAD: usize = MESSAGE_OVERHEAD;
+
     /// Queue a batch of messages for one queue, sent as one request; the future resolves
     /// once the broker stored all of them (or failed them all).
     #[pyo3(signature = (topic, messages, *, tags=None, keys=None, sharding_key=None, queue_id=None))]
