@@ -5,8 +5,14 @@
 //! Blocks are small (64 KiB) so that a reader of one queue, whose records are spread
 //! between other queues' records, fetches little it does not need; a GET still fetches
 //! a run of consecutive blocks at once, so small blocks do not mean small requests.
+//!
+//! A block is mostly a slice of a buffer the HTTP client read the GET's body into
+//! (`recorded_get::collect_blocks`), which stays allocated while any block of it is
+//! cached: the cache is bounded by the bytes of the buffers its blocks keep alive,
+//! each counted once, not by its blocks' own bytes.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -28,6 +34,43 @@ pub const CHUNK_BLOCKS: u64 = 128;
 /// (segment start offset, block index within the segment).
 pub type BlockKey = (u64, u64);
 
+/// The buffer a block's bytes are a slice of: an identity (shared by the blocks sliced
+/// from one buffer) and its length, what the cache counts while any of them is cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferId {
+    pub id: u64,
+    pub bytes: u64,
+}
+
+impl BufferId {
+    /// A buffer never seen before, of `bytes` bytes.
+    pub fn new(bytes: u64) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        BufferId {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            bytes,
+        }
+    }
+}
+
+/// A block as a GET delivered it: its bytes and the buffer they keep alive.
+#[derive(Debug, Clone)]
+pub struct FetchedBlock {
+    pub bytes: Bytes,
+    pub buffer: BufferId,
+}
+
+impl FetchedBlock {
+    /// A block in a buffer of its own.
+    pub fn copied(bytes: Vec<u8>) -> Self {
+        let buffer = BufferId::new(bytes.len() as u64);
+        FetchedBlock {
+            bytes: Bytes::from(bytes),
+            buffer,
+        }
+    }
+}
+
 /// A sequential reader is one that has read this many consecutive blocks of a segment:
 /// only then is a whole chunk ahead worth fetching. A consumer of one queue reads a few
 /// consecutive blocks (one batch of that queue) and then jumps; it is served by the
@@ -36,9 +79,15 @@ const SEQUENTIAL_STREAK: u64 = 8;
 
 #[derive(Debug)]
 pub struct BlockCache {
+    capacity_bytes: u64,
+    /// `capacity_bytes` in whole blocks: what read-ahead is bounded by.
     capacity_blocks: usize,
-    /// Each block with the stamp of its last use.
-    blocks: FastMap<BlockKey, (Bytes, u64)>,
+    /// Each block with the stamp of its last use and its buffer's identity.
+    blocks: FastMap<BlockKey, (Bytes, u64, BufferId)>,
+    /// Per buffer that cached blocks are slices of: how many blocks are.
+    buffers: FastMap<u64, u32>,
+    /// The bytes of the buffers in `buffers`: what the bound is on.
+    held_bytes: u64,
     /// The blocks by last use, oldest first.
     by_use: BTreeMap<u64, BlockKey>,
     next_stamp: u64,
@@ -58,9 +107,13 @@ pub struct BlockCache {
 
 impl BlockCache {
     pub fn new(capacity_bytes: u64) -> Self {
+        let capacity_blocks = (capacity_bytes / BLOCK_SIZE).max(4 * CHUNK_BLOCKS);
         BlockCache {
-            capacity_blocks: (capacity_bytes / BLOCK_SIZE).max(4 * CHUNK_BLOCKS) as usize,
+            capacity_bytes: capacity_blocks * BLOCK_SIZE,
+            capacity_blocks: capacity_blocks as usize,
             blocks: FastMap::default(),
+            buffers: FastMap::default(),
+            held_bytes: 0,
             by_use: BTreeMap::new(),
             next_stamp: 0,
             in_flight: FastSet::default(),
@@ -85,7 +138,7 @@ impl BlockCache {
         let recent = self
             .next_stamp
             .saturating_sub(self.capacity_blocks as u64 / 4);
-        let (block, used) = self.blocks.get_mut(&key)?;
+        let (block, used, _) = self.blocks.get_mut(&key)?;
         let block = block.clone();
         if *used < recent {
             self.next_stamp += 1;
@@ -149,22 +202,56 @@ impl BlockCache {
         )
     }
 
-    pub fn insert(&mut self, key: BlockKey, block: Bytes) {
-        if let Some((_, used)) = self.blocks.remove(&key) {
+    /// Cache `block` as `key`, pushing out the least recently used blocks until the
+    /// buffers held, its own included, fit the bound.
+    pub fn insert(&mut self, key: BlockKey, block: FetchedBlock) {
+        if let Some((_, used, buffer)) = self.blocks.remove(&key) {
             self.by_use.remove(&used);
+            self.release(buffer);
         }
-        while self.blocks.len() >= self.capacity_blocks {
+        loop {
+            let adds = if self.buffers.contains_key(&block.buffer.id) {
+                0
+            } else {
+                block.buffer.bytes
+            };
+            if self.held_bytes + adds <= self.capacity_bytes {
+                break;
+            }
             let Some((_, oldest)) = self.by_use.pop_first() else {
                 break;
             };
-            self.blocks.remove(&oldest);
+            if let Some((_, _, buffer)) = self.blocks.remove(&oldest) {
+                self.release(buffer);
+            }
             if self.ahead.remove(&oldest) {
                 self.ahead_evicted_unread += 1;
             }
         }
         let stamp = self.stamp();
-        self.blocks.insert(key, (block, stamp));
+        *self.buffers.entry(block.buffer.id).or_insert_with(|| {
+            self.held_bytes += block.buffer.bytes;
+            0
+        }) += 1;
+        self.blocks.insert(key, (block.bytes, stamp, block.buffer));
         self.by_use.insert(stamp, key);
+    }
+
+    /// One cached block fewer keeps `buffer` alive.
+    fn release(&mut self, buffer: BufferId) {
+        if let Some(refs) = self.buffers.get_mut(&buffer.id) {
+            *refs -= 1;
+            if *refs == 0 {
+                self.buffers.remove(&buffer.id);
+                self.held_bytes -= buffer.bytes;
+            }
+        }
+    }
+
+    /// Bytes of the buffers cached blocks keep alive.
+    #[cfg(test)]
+    fn held_bytes(&self) -> u64 {
+        self.held_bytes
     }
 
     /// Note a read of `key`; true when the segment's reader has just moved on to this
@@ -190,15 +277,16 @@ impl BlockCache {
     pub fn forget_segment(&mut self, start_offset: u64) {
         self.streaks.remove(&start_offset);
         self.ahead.retain(|(start, _)| *start != start_offset);
-        let gone: Vec<(BlockKey, u64)> = self
+        let gone: Vec<(BlockKey, u64, BufferId)> = self
             .blocks
             .iter()
             .filter(|((start, _), _)| *start == start_offset)
-            .map(|(key, (_, used))| (*key, *used))
+            .map(|(key, (_, used, buffer))| (*key, *used, *buffer))
             .collect();
-        for (key, used) in gone {
+        for (key, used, buffer) in gone {
             self.blocks.remove(&key);
             self.by_use.remove(&used);
+            self.release(buffer);
         }
     }
 }
@@ -207,15 +295,20 @@ impl BlockCache {
 mod tests {
     use super::*;
 
+    /// A whole block in a buffer of its own.
+    fn block() -> FetchedBlock {
+        FetchedBlock::copied(vec![7; BLOCK_SIZE as usize])
+    }
+
     #[test]
     fn least_recently_used_goes_first() {
         let mut cache = BlockCache::new(0);
         let capacity = cache.capacity_blocks as u64;
         for index in 0..capacity {
-            cache.insert((0, index), Bytes::from_static(b"x"));
+            cache.insert((0, index), block());
         }
         assert!(cache.get((0, 0)).is_some());
-        cache.insert((0, capacity), Bytes::from_static(b"y"));
+        cache.insert((0, capacity), block());
         assert!(cache.contains((0, 0)), "block 0 was used last but one");
         assert!(
             !cache.contains((0, 1)),
@@ -224,13 +317,62 @@ mod tests {
         assert_eq!(cache.blocks.len(), cache.by_use.len());
         cache.forget_segment(0);
         assert!(cache.blocks.is_empty() && cache.by_use.is_empty());
+        assert_eq!(cache.held_bytes(), 0);
+    }
+
+    #[test]
+    fn a_buffer_counts_once_and_until_its_last_block_goes() {
+        let mut cache = BlockCache::new(0);
+        let capacity = cache.capacity_blocks as u64;
+        let piece = Bytes::from(vec![1u8; 4 * BLOCK_SIZE as usize]);
+        let buffer = BufferId::new(piece.len() as u64);
+        for index in 0..4u64 {
+            let at = (index * BLOCK_SIZE) as usize;
+            let bytes = piece.slice(at..at + BLOCK_SIZE as usize);
+            cache.insert((0, index), FetchedBlock { bytes, buffer });
+        }
+        assert_eq!(
+            cache.held_bytes(),
+            4 * BLOCK_SIZE,
+            "one buffer, counted once"
+        );
+        for index in 0..capacity - 4 {
+            cache.insert((1, index), block());
+        }
+        assert_eq!(cache.held_bytes(), capacity * BLOCK_SIZE, "full, not over");
+        // Blocks 1..3 read again, after the cache filled: block 0 is the oldest, and
+        // pushing it out alone frees nothing, so the next insert pushes out a block of
+        // another buffer too.
+        for index in 1..4 {
+            cache.stamp();
+            let (_, used, _) = cache.blocks.get_mut(&(0, index)).unwrap();
+            let old = std::mem::replace(used, cache.next_stamp);
+            cache.by_use.remove(&old);
+            cache.by_use.insert(cache.next_stamp, (0, index));
+        }
+        cache.insert((2, 0), block());
+        assert!(!cache.contains((0, 0)), "the oldest block went");
+        assert!(
+            cache.contains((0, 1)),
+            "but its buffer is still held by block 1"
+        );
+        assert!(cache.held_bytes() <= capacity * BLOCK_SIZE);
+        assert!(
+            !cache.contains((1, 0)),
+            "so a block of another buffer went too"
+        );
+        cache.forget_segment(0);
+        cache.forget_segment(1);
+        cache.forget_segment(2);
+        assert_eq!(cache.held_bytes(), 0);
+        assert!(cache.buffers.is_empty());
     }
 
     #[test]
     fn a_block_read_again_soon_keeps_its_place_and_one_read_late_moves() {
         let mut cache = BlockCache::new(0);
         let capacity = cache.capacity_blocks as u64;
-        cache.insert((0, 0), Bytes::from_static(b"x"));
+        cache.insert((0, 0), block());
         let stamp = cache.blocks[&(0, 0)].1;
         assert!(cache.get((0, 0)).is_some());
         assert_eq!(
@@ -239,7 +381,7 @@ mod tests {
             "read again at once: no move"
         );
         for index in 1..capacity / 2 {
-            cache.insert((1, index), Bytes::from_static(b"y"));
+            cache.insert((1, index), block());
         }
         assert!(cache.get((0, 0)).is_some());
         let moved = cache.blocks[&(0, 0)].1;
@@ -260,7 +402,7 @@ mod tests {
         assert_eq!(cache.ahead_room(), 0);
         // A block read leaves room for one more; a failed fetch too.
         cache.end_fetch((1, 0), true);
-        cache.insert((1, 0), Bytes::from_static(b"x"));
+        cache.insert((1, 0), block());
         assert_eq!(cache.ahead_room(), 0, "fetched but not read yet");
         assert!(cache.get((1, 0)).is_some());
         assert_eq!(cache.ahead_room(), 1);
@@ -268,9 +410,9 @@ mod tests {
         assert_eq!(cache.ahead_room(), 2);
         // A block pushed out before it was read is counted and leaves the bound.
         cache.end_fetch((1, 1), true);
-        cache.insert((1, 1), Bytes::from_static(b"x"));
+        cache.insert((1, 1), block());
         for index in 0..cache.capacity_blocks as u64 {
-            cache.insert((9, index), Bytes::from_static(b"y"));
+            cache.insert((9, index), block());
         }
         let (unread, peak, limit_now, evicted_unread) = cache.ahead_stats();
         assert_eq!((peak, limit_now, evicted_unread), (limit, limit, 1));

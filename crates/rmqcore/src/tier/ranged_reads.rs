@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::block_cache::{BlockKey, BLOCK_SIZE, CHUNK_BLOCKS};
+use super::block_cache::{BlockKey, FetchedBlock, BLOCK_SIZE, CHUNK_BLOCKS};
 use super::block_runs::{fill_gaps, runs};
 use super::remote_log::RemoteLog;
 use super::state::TieredSegment;
@@ -170,7 +170,7 @@ impl RemoteLog {
                 match self.fetch_run(segment, run.clone()) {
                     Ok(blocks) => {
                         for (index, block) in run.zip(blocks) {
-                            found[(index - first) as usize] = Some(block);
+                            found[(index - first) as usize] = Some(block.bytes);
                         }
                     }
                     Err(error) => failure = failure.or(Some(error)),
@@ -188,7 +188,11 @@ impl RemoteLog {
 
     /// One GET for the blocks `run` (marked in flight by the caller), cached and
     /// returned; whatever the outcome the blocks are no longer in flight.
-    fn fetch_run(&self, segment: &TieredSegment, run: RangeInclusive<u64>) -> Result<Vec<Bytes>> {
+    fn fetch_run(
+        &self,
+        segment: &TieredSegment,
+        run: RangeInclusive<u64>,
+    ) -> Result<Vec<FetchedBlock>> {
         let (start, end) = run_bytes(segment, &run);
         let object = self.client.location().segment(segment.start_offset);
         let outcome = self.counted_get_blocks(&object, start..end, (segment.size, segment.crc32));
@@ -268,7 +272,7 @@ impl RemoteLog {
                 object.clone(),
                 start..end,
                 recorded,
-                Arc::clone(&self.pool),
+                BLOCK_SIZE as usize,
                 move |blocks| {
                     if let Some(blocks) = &blocks {
                         reads.range_reads.fetch_add(1, Ordering::Relaxed);
@@ -349,12 +353,12 @@ fn run_bytes(segment: &TieredSegment, run: &RangeInclusive<u64>) -> (u64, u64) {
 }
 
 /// Bytes in fetched blocks.
-fn fetched_len(blocks: &[Bytes]) -> u64 {
-    blocks.iter().map(|block| block.len() as u64).sum()
+fn fetched_len(blocks: &[FetchedBlock]) -> u64 {
+    blocks.iter().map(|block| block.bytes.len() as u64).sum()
 }
 
 /// Whether `blocks` hold all of `start..end` (a GET answers short when the object is).
-fn whole(blocks: &[Bytes], start: u64, end: u64) -> bool {
+fn whole(blocks: &[FetchedBlock], start: u64, end: u64) -> bool {
     fetched_len(blocks) == end - start
 }
 
@@ -364,7 +368,7 @@ fn settle(
     cache: &super::remote_log::SharedCache,
     start_offset: u64,
     run: &RangeInclusive<u64>,
-    blocks: Option<&[Bytes]>,
+    blocks: Option<&[FetchedBlock]>,
 ) {
     let (lock, fetched) = &**cache;
     let mut cache = lock.lock().expect("block cache lock");
