@@ -28,6 +28,9 @@ pub struct RemoteLog {
     /// Evicted consume-queue files, checked whole (`remote_queue.rs`), a quarter of the
     /// read cache's bytes.
     pub(super) queue_files: Mutex<super::slot_tables::SlotTables>,
+    /// Bumped by every change of `state`: a reader that remembers what it looked up in
+    /// the state (`RemoteQueueFiles::state_version`) looks again after a change.
+    state_version: AtomicU64,
     /// The last failed read of a queue file, for the status.
     pub(super) queue_read_failure: Mutex<Option<String>>,
     /// The object name records read last were read from: a reader going through a
@@ -115,6 +118,7 @@ impl RemoteLog {
             reads: Arc::new(ReadCounters::default()),
             slot_tables: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
             queue_files: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
+            state_version: AtomicU64::new(0),
             queue_read_failure: Mutex::new(None),
             last_object_name: Mutex::new(None),
         }
@@ -135,7 +139,13 @@ impl RemoteLog {
         change(&mut next);
         next.persist(&self.root)?;
         *state = next;
+        self.state_version.fetch_add(1, Ordering::Release);
         Ok(())
+    }
+
+    /// How many times the state has changed.
+    pub(super) fn state_version(&self) -> u64 {
+        self.state_version.load(Ordering::Acquire)
     }
 
     pub fn forget_cached(&self, start_offset: u64) {
