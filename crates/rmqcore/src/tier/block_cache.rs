@@ -6,17 +6,15 @@
 //! between other queues' records, fetches little it does not need; a GET still fetches
 //! a run of consecutive blocks at once, so small blocks do not mean small requests.
 //!
-//! A block is mostly a slice of a buffer the HTTP client read the GET's body into
-//! (`recorded_get::collect_blocks`), which stays allocated while any block of it is
-//! cached: the cache is bounded by the bytes of the buffers its blocks keep alive,
-//! each counted once, not by its blocks' own bytes.
+//! A block is slices of the buffers the HTTP client read the GET's body into
+//! (`cached_block.rs`), which stay allocated while any block of them is cached: the
+//! cache is bounded by the bytes of the buffers its blocks keep alive, each counted
+//! once, not by its blocks' own bytes.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use bytes::Bytes;
 
 use super::block_key_hash::{FastMap, FastSet};
+pub use super::cached_block::{Block, BufferId, FetchedBlock};
 
 /// Bytes per block: what a lookup of one record fetches, and the grain at which a
 /// consumer's sparse reads are covered.
@@ -34,43 +32,6 @@ pub const CHUNK_BLOCKS: u64 = 128;
 /// (segment start offset, block index within the segment).
 pub type BlockKey = (u64, u64);
 
-/// The buffer a block's bytes are a slice of: an identity (shared by the blocks sliced
-/// from one buffer) and its length, what the cache counts while any of them is cached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BufferId {
-    pub id: u64,
-    pub bytes: u64,
-}
-
-impl BufferId {
-    /// A buffer never seen before, of `bytes` bytes.
-    pub fn new(bytes: u64) -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        BufferId {
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
-            bytes,
-        }
-    }
-}
-
-/// A block as a GET delivered it: its bytes and the buffer they keep alive.
-#[derive(Debug, Clone)]
-pub struct FetchedBlock {
-    pub bytes: Bytes,
-    pub buffer: BufferId,
-}
-
-impl FetchedBlock {
-    /// A block in a buffer of its own.
-    pub fn copied(bytes: Vec<u8>) -> Self {
-        let buffer = BufferId::new(bytes.len() as u64);
-        FetchedBlock {
-            bytes: Bytes::from(bytes),
-            buffer,
-        }
-    }
-}
-
 /// A sequential reader is one that has read this many consecutive blocks of a segment:
 /// only then is a whole chunk ahead worth fetching. A consumer of one queue reads a few
 /// consecutive blocks (one batch of that queue) and then jumps; it is served by the
@@ -82,8 +43,8 @@ pub struct BlockCache {
     capacity_bytes: u64,
     /// `capacity_bytes` in whole blocks: what read-ahead is bounded by.
     capacity_blocks: usize,
-    /// Each block with the stamp of its last use and its buffer's identity.
-    blocks: FastMap<BlockKey, (Bytes, u64, BufferId)>,
+    /// Each block with the stamp of its last use and its buffers.
+    blocks: FastMap<BlockKey, (Block, u64, Buffers)>,
     /// Per buffer that cached blocks are slices of: how many blocks are.
     buffers: FastMap<u64, u32>,
     /// The bytes of the buffers in `buffers`: what the bound is on.
@@ -130,7 +91,7 @@ impl BlockCache {
     }
 
     /// The block, marked as just used.
-    pub fn get(&mut self, key: BlockKey) -> Option<Bytes> {
+    pub fn get(&mut self, key: BlockKey) -> Option<Block> {
         // A block is read once per record in it (tens of times in a row): one used among
         // the newest quarter of the cache keeps its place, which spares the reader a move
         // in `by_use` per record (perf: a tenth of a sequential tier reader's CPU was the
@@ -205,45 +166,48 @@ impl BlockCache {
     /// Cache `block` as `key`, pushing out the least recently used blocks until the
     /// buffers held, its own included, fit the bound.
     pub fn insert(&mut self, key: BlockKey, block: FetchedBlock) {
-        if let Some((_, used, buffer)) = self.blocks.remove(&key) {
+        if let Some((_, used, buffers)) = self.blocks.remove(&key) {
             self.by_use.remove(&used);
-            self.release(buffer);
+            self.release(buffers);
         }
         loop {
-            let adds = if self.buffers.contains_key(&block.buffer.id) {
-                0
-            } else {
-                block.buffer.bytes
-            };
+            let adds: u64 = each(block.buffers)
+                .filter(|buffer| !self.buffers.contains_key(&buffer.id))
+                .map(|buffer| buffer.bytes)
+                .sum();
             if self.held_bytes + adds <= self.capacity_bytes {
                 break;
             }
             let Some((_, oldest)) = self.by_use.pop_first() else {
                 break;
             };
-            if let Some((_, _, buffer)) = self.blocks.remove(&oldest) {
-                self.release(buffer);
+            if let Some((_, _, buffers)) = self.blocks.remove(&oldest) {
+                self.release(buffers);
             }
             if self.ahead.remove(&oldest) {
                 self.ahead_evicted_unread += 1;
             }
         }
         let stamp = self.stamp();
-        *self.buffers.entry(block.buffer.id).or_insert_with(|| {
-            self.held_bytes += block.buffer.bytes;
-            0
-        }) += 1;
-        self.blocks.insert(key, (block.bytes, stamp, block.buffer));
+        for buffer in each(block.buffers) {
+            *self.buffers.entry(buffer.id).or_insert_with(|| {
+                self.held_bytes += buffer.bytes;
+                0
+            }) += 1;
+        }
+        self.blocks.insert(key, (block.block, stamp, block.buffers));
         self.by_use.insert(stamp, key);
     }
 
-    /// One cached block fewer keeps `buffer` alive.
-    fn release(&mut self, buffer: BufferId) {
-        if let Some(refs) = self.buffers.get_mut(&buffer.id) {
-            *refs -= 1;
-            if *refs == 0 {
-                self.buffers.remove(&buffer.id);
-                self.held_bytes -= buffer.bytes;
+    /// One cached block fewer keeps `buffers` alive.
+    fn release(&mut self, buffers: Buffers) {
+        for buffer in each(buffers) {
+            if let Some(refs) = self.buffers.get_mut(&buffer.id) {
+                *refs -= 1;
+                if *refs == 0 {
+                    self.buffers.remove(&buffer.id);
+                    self.held_bytes -= buffer.bytes;
+                }
             }
         }
     }
@@ -277,23 +241,31 @@ impl BlockCache {
     pub fn forget_segment(&mut self, start_offset: u64) {
         self.streaks.remove(&start_offset);
         self.ahead.retain(|(start, _)| *start != start_offset);
-        let gone: Vec<(BlockKey, u64, BufferId)> = self
+        let gone: Vec<(BlockKey, u64, Buffers)> = self
             .blocks
             .iter()
             .filter(|((start, _), _)| *start == start_offset)
-            .map(|(key, (_, used, buffer))| (*key, *used, *buffer))
+            .map(|(key, (_, used, buffers))| (*key, *used, *buffers))
             .collect();
-        for (key, used, buffer) in gone {
+        for (key, used, buffers) in gone {
             self.blocks.remove(&key);
             self.by_use.remove(&used);
-            self.release(buffer);
+            self.release(buffers);
         }
     }
+}
+
+/// The buffers a block keeps alive: its head's, and its tail's when it has one.
+type Buffers = (BufferId, Option<BufferId>);
+
+fn each((head, tail): Buffers) -> impl Iterator<Item = BufferId> {
+    std::iter::once(head).chain(tail)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     /// A whole block in a buffer of its own.
     fn block() -> FetchedBlock {
@@ -329,7 +301,7 @@ mod tests {
         for index in 0..4u64 {
             let at = (index * BLOCK_SIZE) as usize;
             let bytes = piece.slice(at..at + BLOCK_SIZE as usize);
-            cache.insert((0, index), FetchedBlock { bytes, buffer });
+            cache.insert((0, index), FetchedBlock::within(bytes, buffer));
         }
         assert_eq!(
             cache.held_bytes(),

@@ -8,7 +8,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{Attribute, Attributes, GetOptions, GetResult, ObjectStore};
 use std::ops::Range;
 
-use super::block_cache::{BufferId, FetchedBlock};
+use super::cached_block::{BufferId, FetchedBlock};
 
 /// The metadata key holding a segment's CRC32 (lowercase hex).
 pub(super) const CRC_METADATA: &str = "rmq-crc32";
@@ -76,55 +76,46 @@ pub(super) async fn get_blocks(
 }
 
 /// A GET's body, as it arrives, cut into `block`-byte blocks (the last shorter at the
-/// body's end). A block inside one piece of the body as the HTTP client hands it over
-/// (a slice of the buffer the socket was read into) is a slice of that piece: no copy.
-/// Only a block crossing from one piece into the next is copied, into its own buffer.
-///
-/// Why: copying every fetched byte into blocks was 29 % of a one-queue tier read's
-/// instructions (callgrind); the pieces are far larger than a block on a loopback
-/// connection, so few blocks cross one. Each block names the piece it keeps alive
-/// (`FetchedBlock::buffer`), so that the cache counts a piece's bytes for as long as any
-/// block of it is cached, not just the block's own.
+/// body's end), as slices of the pieces the HTTP client hands over (each a slice of the
+/// buffer it read the socket into): a block inside one piece is one slice of it, a block
+/// crossing into the next piece is two (`cached_block.rs`); no byte is copied, but for a
+/// block spread over three or more pieces, copied into its own buffer. Each block names
+/// the pieces it keeps alive, so that the cache counts a piece's bytes for as long as
+/// any block of it is cached, not just the block's own.
 pub async fn collect_blocks<S, E>(mut body: S, block: usize) -> Result<Vec<FetchedBlock>, E>
 where
     S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
 {
     use futures::StreamExt;
     let mut blocks = Vec::new();
-    // The start of a block that the last piece ended in, not copied yet: it is sliced
-    // if the body ends there, copied if the next piece carries the rest of it.
-    let mut tail: Option<(Bytes, BufferId)> = None;
-    // A block crossing pieces, being copied.
-    let mut crossing: Vec<u8> = Vec::new();
+    // The start of a block that the pieces so far ended in.
+    let mut partial: Option<(Bytes, BufferId)> = None;
     while let Some(piece) = body.next().await {
         let mut rest = piece?;
         let buffer = BufferId::new(rest.len() as u64);
-        if let Some((head, _)) = tail.take() {
-            crossing.reserve_exact(block);
-            crossing.extend_from_slice(&head);
-        }
-        if !crossing.is_empty() {
-            let take = (block - crossing.len()).min(rest.len());
-            crossing.extend_from_slice(&rest.split_to(take));
-            if crossing.len() < block {
+        if let Some((head, head_buffer)) = partial.take() {
+            let need = block - head.len();
+            if rest.len() < need {
+                // This piece does not finish the block either: copy what there is.
+                let mut joined = Vec::with_capacity(block);
+                joined.extend_from_slice(&head);
+                joined.extend_from_slice(&rest);
+                let len = joined.len() as u64;
+                partial = Some((Bytes::from(joined), BufferId::new(len)));
                 continue;
             }
-            blocks.push(FetchedBlock::copied(std::mem::take(&mut crossing)));
+            let tail = rest.split_to(need);
+            blocks.push(FetchedBlock::across((head, head_buffer), (tail, buffer)));
         }
         while rest.len() >= block {
-            blocks.push(FetchedBlock {
-                bytes: rest.split_to(block),
-                buffer,
-            });
+            blocks.push(FetchedBlock::within(rest.split_to(block), buffer));
         }
         if !rest.is_empty() {
-            tail = Some((rest, buffer));
+            partial = Some((rest, buffer));
         }
     }
-    if let Some((bytes, buffer)) = tail {
-        blocks.push(FetchedBlock { bytes, buffer });
-    } else if !crossing.is_empty() {
-        blocks.push(FetchedBlock::copied(crossing));
+    if let Some((bytes, buffer)) = partial {
+        blocks.push(FetchedBlock::within(bytes, buffer));
     }
     Ok(blocks)
 }
@@ -159,30 +150,57 @@ mod tests {
             .map(|range| Bytes::copy_from_slice(&body[range.clone()]))
             .collect();
         let blocks = collect(pieces.iter().cloned().map(Ok).collect(), 4096).unwrap();
-        let lengths: Vec<usize> = blocks.iter().map(|b| b.bytes.len()).collect();
+        let lengths: Vec<usize> = blocks.iter().map(FetchedBlock::len).collect();
         assert_eq!(lengths, vec![4096, 4096, 4096, 4096, 20_000 - 4 * 4096]);
-        let joined: Vec<u8> = blocks.iter().flat_map(|b| b.bytes.to_vec()).collect();
+        let mut joined = Vec::new();
+        for block in &blocks {
+            block.block.extend_into(0, block.len(), &mut joined);
+        }
         assert_eq!(joined, body);
-        // Blocks 2 and 3 (8192..16384) lie inside the last piece (10000..20000)? Only
-        // 12288..16384 does: it is a slice of that piece, not a copy.
-        let last_piece = &pieces[5];
-        let inside = |b: &FetchedBlock| {
-            let start = last_piece.as_ptr() as usize;
-            let at = b.bytes.as_ptr() as usize;
-            at >= start && at < start + last_piece.len()
+        // Block 0 starts in two pieces too small to finish it (copied, 4,000 bytes) and
+        // ends in a third (sliced); block 2 likewise (1,807 + 1 bytes copied, then the
+        // last piece); blocks 1, 3 and 4 lie within one piece each.
+        let sizes = |b: &FetchedBlock| (b.buffers.0.bytes, b.buffers.1.map(|t| t.bytes));
+        assert_eq!(sizes(&blocks[0]), (4000, Some(96)));
+        assert_eq!(sizes(&blocks[1]), (5903, None));
+        assert_eq!(sizes(&blocks[2]), (1808, Some(10_000)));
+        assert_eq!(sizes(&blocks[3]), (10_000, None));
+        let last = &pieces[5];
+        let in_last = |bytes: &Bytes| {
+            let start = last.as_ptr() as usize;
+            let at = bytes.as_ptr() as usize;
+            at >= start && at < start + last.len()
         };
-        assert!(!inside(&blocks[2]), "8192..12288 crosses pieces: copied");
-        assert!(
-            inside(&blocks[3]) && inside(&blocks[4]),
-            "sliced, not copied"
+        assert!(in_last(&blocks[3].block.slice_in_part(0, 4096)), "a slice");
+        assert_eq!(blocks[2].buffers.1, Some(blocks[3].buffers.0), "one piece");
+        assert_eq!(
+            blocks[3].buffers.0, blocks[4].buffers.0,
+            "one piece, two blocks"
+        );
+    }
+
+    #[test]
+    fn a_block_crossing_two_pieces_is_two_slices() {
+        let body: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+        let pieces = vec![
+            Ok(Bytes::copy_from_slice(&body[..6000])),
+            Ok(Bytes::copy_from_slice(&body[6000..])),
+        ];
+        let blocks = collect(pieces, 4096).unwrap();
+        assert_eq!(blocks.len(), 3);
+        let (head, tail) = blocks[1].buffers;
+        assert_eq!((head.bytes, tail.map(|t| t.bytes)), (6000, Some(4000)));
+        let part = blocks[1].block.slice_in_part(100, 4096);
+        assert_eq!(
+            &part[..],
+            &body[4196..6000],
+            "the head's slice, up to its end"
         );
         assert_eq!(
-            blocks[3].buffer, blocks[4].buffer,
-            "both keep the same piece alive"
+            blocks[2].buffers.0,
+            tail.unwrap(),
+            "block 2 keeps the tail's piece"
         );
-        assert_eq!(blocks[3].buffer.bytes, 10_000);
-        assert_eq!(blocks[2].buffer.bytes, 4096, "a copy is its own buffer");
-        assert_ne!(blocks[0].buffer, blocks[1].buffer);
     }
 
     #[test]
@@ -191,6 +209,6 @@ mod tests {
         assert!(matches!(collect(failed, 4096), Err("cut")));
         let one = collect(vec![Ok(Bytes::from_static(b"abc"))], 4096).unwrap();
         assert_eq!(one.len(), 1);
-        assert_eq!(&one[0].bytes[..], b"abc");
+        assert_eq!(&one[0].block.slice_in_part(0, 3)[..], b"abc");
     }
 }

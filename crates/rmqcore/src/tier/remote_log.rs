@@ -102,7 +102,7 @@ impl RemoteLog {
             self.client
                 .get_recorded_blocks(object, range, recorded, BLOCK_SIZE as usize)?;
         self.reads.range_reads.fetch_add(1, Ordering::Relaxed);
-        let fetched: u64 = blocks.iter().map(|b| b.bytes.len() as u64).sum();
+        let fetched: u64 = blocks.iter().map(|b| b.len() as u64).sum();
         self.reads
             .bytes_fetched
             .fetch_add(fetched, Ordering::Relaxed);
