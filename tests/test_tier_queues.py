@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import rmq
-from rmq.errors import TierObjectChangedError
+from rmq.errors import OffsetOutOfRangeError, TierObjectChangedError
 
 from bench.peers.s3 import S3Server
 from tests.support.cli import rmq_cli
@@ -217,3 +217,35 @@ def test_queue_objects_expire_with_their_segments(
     reopened = rmq.Store(str(path))
     assert [reopened.min_offset("Orders", q) for q in (0, 1)] == mins
     reopened.close()
+
+
+def test_a_queue_file_read_last_is_not_served_once_it_expired(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """A queue remembers the evicted file it read last (its next entries skip the state
+    lookups); once tier retention expires that file, a read of its offsets fails as in a
+    store that never read it, naming the range the store still holds, and a read from the
+    new first offset gets the same messages as that store."""
+    path = tmp_path / "store"
+    store = open_store(path, aws_env, s3_bucket, local_retention_bytes=0, tier_retention_hours=1)
+    fill(store)
+    upload_and_evict(store)
+    first = store.get("Orders", 0, 0, 5)
+    assert [m.queue_offset for m in first] == [0, 1, 2, 3, 4]
+    report = run_retention_hours_later(store, 2)
+    assert tier_state(path)["consumeQueues"] == {}
+    new_min = store.min_offset("Orders", 0)
+    assert new_min > 4
+    with pytest.raises(OffsetOutOfRangeError) as expired:
+        store.get("Orders", 0, 2, 5)
+    after = [(m.queue_offset, m.body) for m in store.get("Orders", 0, new_min, 5)]
+    store.close()
+    fresh = rmq.Store(str(path))
+    with pytest.raises(OffsetOutOfRangeError) as never_read:
+        fresh.get("Orders", 0, 2, 5)
+    assert str(expired.value) == str(never_read.value)
+    assert f"[{new_min}," in str(expired.value)
+    assert after == [(m.queue_offset, m.body) for m in fresh.get("Orders", 0, new_min, 5)]
+    assert after[0][0] == new_min
+    assert report.commitlog_min_offset > 0
+    fresh.close()

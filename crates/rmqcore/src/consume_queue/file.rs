@@ -38,6 +38,8 @@ pub struct FileConsumeQueue {
     /// The store's tier, which holds the queue's evicted files (oldest first, all below
     /// the first local file).
     remote: Option<Arc<dyn RemoteQueueFiles>>,
+    /// The evicted file read last (`file_tier.rs`).
+    last_remote_file: tier::LastRemoteFile,
 }
 
 impl FileConsumeQueue {
@@ -81,6 +83,7 @@ impl FileConsumeQueue {
             dirty: AtomicBool::new(false),
             warm_cursor: WarmCursor::new(CONSUME_QUEUE_WARM_WINDOW),
             remote,
+            last_remote_file: Default::default(),
         };
         queue.find_bounds();
         Ok(queue)

@@ -2,10 +2,53 @@
 //! the store's tier, and its sealed files, offered to the uploader. Evicted files all
 //! come before the local ones, so a lookup the local files miss below them goes here.
 
+use std::sync::{Arc, Weak};
+
+use bytes::Bytes;
+
 use super::FileConsumeQueue;
 use crate::consume_queue::entry::{CqEntry, ENTRY_SIZE};
 use crate::consume_queue::remote::SealedQueueFile;
 use crate::error::Result;
+
+/// The evicted file a queue read an entry from last: a reader going through it reads its
+/// next entries without looking it up in the tier's state and cache again (two lookups
+/// by a formatted key per entry, most of a one-queue tier read's queue work). Trusted
+/// only while the tier's state has not changed since (`state_version`: a file expired
+/// or replaced is looked up again) and the tier's cache still holds the file (`file` is
+/// a `Weak`: remembering a file never keeps it past the cache's bound).
+#[derive(Debug, Default)]
+pub(super) struct LastRemoteFile(std::sync::Mutex<Option<RemoteFileSeen>>);
+
+#[derive(Debug)]
+struct RemoteFileSeen {
+    start: u64,
+    state_version: u64,
+    file: Weak<Bytes>,
+}
+
+impl LastRemoteFile {
+    /// The entry at `logical` when the file remembered holds it and may still be used.
+    fn entry(&self, logical: u64, state_version: u64) -> Option<CqEntry> {
+        let seen = self.0.lock().expect("last remote file lock");
+        let seen = seen.as_ref()?;
+        if seen.state_version != state_version || logical < seen.start {
+            return None;
+        }
+        let file = seen.file.upgrade()?;
+        let position = usize::try_from(logical - seen.start).ok()?;
+        file.get(position..position + ENTRY_SIZE)
+            .map(CqEntry::decode)
+    }
+
+    fn remember(&self, start: u64, state_version: u64, file: &Arc<Bytes>) {
+        *self.0.lock().expect("last remote file lock") = Some(RemoteFileSeen {
+            start,
+            state_version,
+            file: Arc::downgrade(file),
+        });
+    }
+}
 
 impl FileConsumeQueue {
     pub(super) fn remote_first_start(&self) -> Option<u64> {
@@ -22,11 +65,17 @@ impl FileConsumeQueue {
         let Some(remote) = self.remote.as_ref() else {
             return Ok(None);
         };
+        // Read before the lookups: a change after it makes what is remembered stale.
+        let state_version = remote.state_version();
+        if let Some(entry) = self.last_remote_file.entry(logical, state_version) {
+            return Ok(Some(entry));
+        }
         let Some(start) = remote.holding(&self.topic, self.queue_id, logical) else {
             return Ok(None);
         };
         match remote.read_file(&self.topic, self.queue_id, start) {
             Ok(bytes) => {
+                self.last_remote_file.remember(start, state_version, &bytes);
                 let position = (logical - start) as usize;
                 Ok(bytes
                     .get(position..position + ENTRY_SIZE)

@@ -16,7 +16,12 @@ pub trait RemoteQueueFiles: Send + Sync + std::fmt::Debug {
     fn holding(&self, topic: &str, queue_id: i32, logical: u64) -> Option<u64>;
     /// The whole file, checked against the size and CRC32 recorded at upload: a range of
     /// 20-byte entries carries no checksum of its own, so nothing less can be trusted.
-    fn read_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<Bytes>;
+    /// Shared with the tier's bounded cache of files: a reader may keep a `Weak` to it,
+    /// which lives as long as the cache keeps the file.
+    fn read_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<Arc<Bytes>>;
+    /// A number that changes whenever the tier's record of its files does (a file
+    /// expired, evicted, uploaded): what `holding` answered stays true while it does not.
+    fn state_version(&self) -> u64;
     /// The size in bytes of the queue's files the tier records (evicted or not), if any:
     /// a queue made again (a rebuild) keeps that layout whatever the store was opened
     /// with, so its new files line up with the recorded ones.

@@ -5,12 +5,16 @@
 //! Blocks are small (64 KiB) so that a reader of one queue, whose records are spread
 //! between other queues' records, fetches little it does not need; a GET still fetches
 //! a run of consecutive blocks at once, so small blocks do not mean small requests.
+//!
+//! A block is slices of the buffers the HTTP client read the GET's body into
+//! (`cached_block.rs`), which stay allocated while any block of them is cached: the
+//! cache is bounded by the bytes of the buffers its blocks keep alive, each counted
+//! once, not by its blocks' own bytes.
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
-
 use super::block_key_hash::{FastMap, FastSet};
+pub use super::cached_block::{Block, BufferId, FetchedBlock};
 
 /// Bytes per block: what a lookup of one record fetches, and the grain at which a
 /// consumer's sparse reads are covered.
@@ -36,9 +40,15 @@ const SEQUENTIAL_STREAK: u64 = 8;
 
 #[derive(Debug)]
 pub struct BlockCache {
+    capacity_bytes: u64,
+    /// `capacity_bytes` in whole blocks: what read-ahead is bounded by.
     capacity_blocks: usize,
-    /// Each block with the stamp of its last use.
-    blocks: FastMap<BlockKey, (Bytes, u64)>,
+    /// Each block with the stamp of its last use and its buffers.
+    blocks: FastMap<BlockKey, (Block, u64, Buffers)>,
+    /// Per buffer that cached blocks are slices of: how many blocks are.
+    buffers: FastMap<u64, u32>,
+    /// The bytes of the buffers in `buffers`: what the bound is on.
+    held_bytes: u64,
     /// The blocks by last use, oldest first.
     by_use: BTreeMap<u64, BlockKey>,
     next_stamp: u64,
@@ -58,9 +68,13 @@ pub struct BlockCache {
 
 impl BlockCache {
     pub fn new(capacity_bytes: u64) -> Self {
+        let capacity_blocks = (capacity_bytes / BLOCK_SIZE).max(4 * CHUNK_BLOCKS);
         BlockCache {
-            capacity_blocks: (capacity_bytes / BLOCK_SIZE).max(4 * CHUNK_BLOCKS) as usize,
+            capacity_bytes: capacity_blocks * BLOCK_SIZE,
+            capacity_blocks: capacity_blocks as usize,
             blocks: FastMap::default(),
+            buffers: FastMap::default(),
+            held_bytes: 0,
             by_use: BTreeMap::new(),
             next_stamp: 0,
             in_flight: FastSet::default(),
@@ -77,7 +91,7 @@ impl BlockCache {
     }
 
     /// The block, marked as just used.
-    pub fn get(&mut self, key: BlockKey) -> Option<Bytes> {
+    pub fn get(&mut self, key: BlockKey) -> Option<Block> {
         // A block is read once per record in it (tens of times in a row): one used among
         // the newest quarter of the cache keeps its place, which spares the reader a move
         // in `by_use` per record (perf: a tenth of a sequential tier reader's CPU was the
@@ -85,7 +99,7 @@ impl BlockCache {
         let recent = self
             .next_stamp
             .saturating_sub(self.capacity_blocks as u64 / 4);
-        let (block, used) = self.blocks.get_mut(&key)?;
+        let (block, used, _) = self.blocks.get_mut(&key)?;
         let block = block.clone();
         if *used < recent {
             self.next_stamp += 1;
@@ -149,22 +163,59 @@ impl BlockCache {
         )
     }
 
-    pub fn insert(&mut self, key: BlockKey, block: Bytes) {
-        if let Some((_, used)) = self.blocks.remove(&key) {
+    /// Cache `block` as `key`, pushing out the least recently used blocks until the
+    /// buffers held, its own included, fit the bound.
+    pub fn insert(&mut self, key: BlockKey, block: FetchedBlock) {
+        if let Some((_, used, buffers)) = self.blocks.remove(&key) {
             self.by_use.remove(&used);
+            self.release(buffers);
         }
-        while self.blocks.len() >= self.capacity_blocks {
+        loop {
+            let adds: u64 = each(block.buffers)
+                .filter(|buffer| !self.buffers.contains_key(&buffer.id))
+                .map(|buffer| buffer.bytes)
+                .sum();
+            if self.held_bytes + adds <= self.capacity_bytes {
+                break;
+            }
             let Some((_, oldest)) = self.by_use.pop_first() else {
                 break;
             };
-            self.blocks.remove(&oldest);
+            if let Some((_, _, buffers)) = self.blocks.remove(&oldest) {
+                self.release(buffers);
+            }
             if self.ahead.remove(&oldest) {
                 self.ahead_evicted_unread += 1;
             }
         }
         let stamp = self.stamp();
-        self.blocks.insert(key, (block, stamp));
+        for buffer in each(block.buffers) {
+            *self.buffers.entry(buffer.id).or_insert_with(|| {
+                self.held_bytes += buffer.bytes;
+                0
+            }) += 1;
+        }
+        self.blocks.insert(key, (block.block, stamp, block.buffers));
         self.by_use.insert(stamp, key);
+    }
+
+    /// One cached block fewer keeps `buffers` alive.
+    fn release(&mut self, buffers: Buffers) {
+        for buffer in each(buffers) {
+            if let Some(refs) = self.buffers.get_mut(&buffer.id) {
+                *refs -= 1;
+                if *refs == 0 {
+                    self.buffers.remove(&buffer.id);
+                    self.held_bytes -= buffer.bytes;
+                }
+            }
+        }
+    }
+
+    /// Bytes of the buffers cached blocks keep alive.
+    #[cfg(test)]
+    fn held_bytes(&self) -> u64 {
+        self.held_bytes
     }
 
     /// Note a read of `key`; true when the segment's reader has just moved on to this
@@ -190,32 +241,46 @@ impl BlockCache {
     pub fn forget_segment(&mut self, start_offset: u64) {
         self.streaks.remove(&start_offset);
         self.ahead.retain(|(start, _)| *start != start_offset);
-        let gone: Vec<(BlockKey, u64)> = self
+        let gone: Vec<(BlockKey, u64, Buffers)> = self
             .blocks
             .iter()
             .filter(|((start, _), _)| *start == start_offset)
-            .map(|(key, (_, used))| (*key, *used))
+            .map(|(key, (_, used, buffers))| (*key, *used, *buffers))
             .collect();
-        for (key, used) in gone {
+        for (key, used, buffers) in gone {
             self.blocks.remove(&key);
             self.by_use.remove(&used);
+            self.release(buffers);
         }
     }
+}
+
+/// The buffers a block keeps alive: its head's, and its tail's when it has one.
+type Buffers = (BufferId, Option<BufferId>);
+
+fn each((head, tail): Buffers) -> impl Iterator<Item = BufferId> {
+    std::iter::once(head).chain(tail)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+
+    /// A whole block in a buffer of its own.
+    fn block() -> FetchedBlock {
+        FetchedBlock::copied(vec![7; BLOCK_SIZE as usize])
+    }
 
     #[test]
     fn least_recently_used_goes_first() {
         let mut cache = BlockCache::new(0);
         let capacity = cache.capacity_blocks as u64;
         for index in 0..capacity {
-            cache.insert((0, index), Bytes::from_static(b"x"));
+            cache.insert((0, index), block());
         }
         assert!(cache.get((0, 0)).is_some());
-        cache.insert((0, capacity), Bytes::from_static(b"y"));
+        cache.insert((0, capacity), block());
         assert!(cache.contains((0, 0)), "block 0 was used last but one");
         assert!(
             !cache.contains((0, 1)),
@@ -224,13 +289,62 @@ mod tests {
         assert_eq!(cache.blocks.len(), cache.by_use.len());
         cache.forget_segment(0);
         assert!(cache.blocks.is_empty() && cache.by_use.is_empty());
+        assert_eq!(cache.held_bytes(), 0);
+    }
+
+    #[test]
+    fn a_buffer_counts_once_and_until_its_last_block_goes() {
+        let mut cache = BlockCache::new(0);
+        let capacity = cache.capacity_blocks as u64;
+        let piece = Bytes::from(vec![1u8; 4 * BLOCK_SIZE as usize]);
+        let buffer = BufferId::new(piece.len() as u64);
+        for index in 0..4u64 {
+            let at = (index * BLOCK_SIZE) as usize;
+            let bytes = piece.slice(at..at + BLOCK_SIZE as usize);
+            cache.insert((0, index), FetchedBlock::within(bytes, buffer));
+        }
+        assert_eq!(
+            cache.held_bytes(),
+            4 * BLOCK_SIZE,
+            "one buffer, counted once"
+        );
+        for index in 0..capacity - 4 {
+            cache.insert((1, index), block());
+        }
+        assert_eq!(cache.held_bytes(), capacity * BLOCK_SIZE, "full, not over");
+        // Blocks 1..3 read again, after the cache filled: block 0 is the oldest, and
+        // pushing it out alone frees nothing, so the next insert pushes out a block of
+        // another buffer too.
+        for index in 1..4 {
+            cache.stamp();
+            let (_, used, _) = cache.blocks.get_mut(&(0, index)).unwrap();
+            let old = std::mem::replace(used, cache.next_stamp);
+            cache.by_use.remove(&old);
+            cache.by_use.insert(cache.next_stamp, (0, index));
+        }
+        cache.insert((2, 0), block());
+        assert!(!cache.contains((0, 0)), "the oldest block went");
+        assert!(
+            cache.contains((0, 1)),
+            "but its buffer is still held by block 1"
+        );
+        assert!(cache.held_bytes() <= capacity * BLOCK_SIZE);
+        assert!(
+            !cache.contains((1, 0)),
+            "so a block of another buffer went too"
+        );
+        cache.forget_segment(0);
+        cache.forget_segment(1);
+        cache.forget_segment(2);
+        assert_eq!(cache.held_bytes(), 0);
+        assert!(cache.buffers.is_empty());
     }
 
     #[test]
     fn a_block_read_again_soon_keeps_its_place_and_one_read_late_moves() {
         let mut cache = BlockCache::new(0);
         let capacity = cache.capacity_blocks as u64;
-        cache.insert((0, 0), Bytes::from_static(b"x"));
+        cache.insert((0, 0), block());
         let stamp = cache.blocks[&(0, 0)].1;
         assert!(cache.get((0, 0)).is_some());
         assert_eq!(
@@ -239,7 +353,7 @@ mod tests {
             "read again at once: no move"
         );
         for index in 1..capacity / 2 {
-            cache.insert((1, index), Bytes::from_static(b"y"));
+            cache.insert((1, index), block());
         }
         assert!(cache.get((0, 0)).is_some());
         let moved = cache.blocks[&(0, 0)].1;
@@ -260,7 +374,7 @@ mod tests {
         assert_eq!(cache.ahead_room(), 0);
         // A block read leaves room for one more; a failed fetch too.
         cache.end_fetch((1, 0), true);
-        cache.insert((1, 0), Bytes::from_static(b"x"));
+        cache.insert((1, 0), block());
         assert_eq!(cache.ahead_room(), 0, "fetched but not read yet");
         assert!(cache.get((1, 0)).is_some());
         assert_eq!(cache.ahead_room(), 1);
@@ -268,9 +382,9 @@ mod tests {
         assert_eq!(cache.ahead_room(), 2);
         // A block pushed out before it was read is counted and leaves the bound.
         cache.end_fetch((1, 1), true);
-        cache.insert((1, 1), Bytes::from_static(b"x"));
+        cache.insert((1, 1), block());
         for index in 0..cache.capacity_blocks as u64 {
-            cache.insert((9, index), Bytes::from_static(b"y"));
+            cache.insert((9, index), block());
         }
         let (unread, peak, limit_now, evicted_unread) = cache.ahead_stats();
         assert_eq!((peak, limit_now, evicted_unread), (limit, limit, 1));

@@ -8,16 +8,16 @@
 //! tier retention). `uploader.rs` moves segments along; `remote_log.rs` reads them.
 //! Compacted index files and the file form's sealed consume-queue files follow the
 //! segments they point into (`remote_index.rs`, `remote_queue.rs`, both keeping what they
-//! fetch whole in `slot_tables.rs`). Reads go through the block cache (`block_cache.rs`, its blocks' buffers reused through `block_pool.rs`, its maps
-//! hashed by `block_key_hash.rs`),
+//! fetch whole in `slot_tables.rs`). Reads go through the block cache (`block_cache.rs`, its blocks slices of
+//! the GETs' own buffers, `cached_block.rs`, its maps hashed by `block_key_hash.rs`),
 //! which GETs fetch which blocks (`block_runs.rs`, `ranged_reads.rs`), and the bucket
 //! client (`object_client.rs`, with its checked ranged GETs in `recorded_get.rs` and its
 //! errors in `object_errors.rs`).
 
 mod block_cache;
 mod block_key_hash;
-mod block_pool;
 mod block_runs;
+mod cached_block;
 pub mod location;
 pub mod object_client;
 mod object_errors;

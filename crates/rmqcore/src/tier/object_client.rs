@@ -8,7 +8,6 @@
 //! a later reader and a restarted uploader can tell the object is the file.
 
 use std::ops::Range;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,7 +20,7 @@ use object_store::{
 };
 use tokio::runtime::Runtime;
 
-use super::block_pool::BlockPool;
+use super::block_cache::FetchedBlock;
 use super::location::TierLocation;
 use super::object_errors::tier_error;
 use super::recorded_get::{get_blocks, get_checked, recorded_crc, CRC_METADATA};
@@ -219,20 +218,21 @@ impl ObjectClient {
         self.settled(object, offset, fetched)
     }
 
-    /// `get_recorded`, its body cut into the pool's blocks as it arrives (the last one
-    /// shorter at the range's end): each byte is copied once, into the piece that keeps
-    /// it, instead of into one buffer for the whole range and again into the pieces.
+    /// `get_recorded`, its body cut into `block`-byte blocks as it arrives (the last one
+    /// shorter at the range's end), slices of the HTTP client's buffers where a block
+    /// lies within one (`recorded_get::collect_blocks`): no copy into one buffer for the
+    /// whole range, nor into the blocks.
     pub fn get_recorded_blocks(
         &self,
         object: &ObjectPath,
         range: Range<u64>,
         (size, crc32): (u64, u32),
-        pool: &Arc<BlockPool>,
-    ) -> Result<Vec<Bytes>> {
+        block: usize,
+    ) -> Result<Vec<FetchedBlock>> {
         let offset = range.start;
         let fetched =
             self.runtime
-                .block_on(get_blocks(&self.store, object, range, (size, crc32), pool));
+                .block_on(get_blocks(&self.store, object, range, (size, crc32), block));
         self.settled(object, offset, fetched)
     }
 
@@ -260,12 +260,12 @@ impl ObjectClient {
         object: ObjectPath,
         range: Range<u64>,
         recorded: (u64, u32),
-        pool: Arc<BlockPool>,
-        done: impl FnOnce(Option<Vec<Bytes>>) + Send + 'static,
+        block: usize,
+        done: impl FnOnce(Option<Vec<FetchedBlock>>) + Send + 'static,
     ) {
         let store = self.store.clone();
         self.runtime.spawn(async move {
-            let fetched = get_blocks(&store, &object, range, recorded, &pool).await;
+            let fetched = get_blocks(&store, &object, range, recorded, block).await;
             done(fetched.ok().and_then(|checked| checked.ok()));
         });
     }

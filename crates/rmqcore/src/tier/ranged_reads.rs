@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::block_cache::{BlockKey, BLOCK_SIZE, CHUNK_BLOCKS};
+use super::block_cache::{Block, BlockKey, FetchedBlock, BLOCK_SIZE, CHUNK_BLOCKS};
 use super::block_runs::{fill_gaps, runs};
 use super::remote_log::RemoteLog;
 use super::state::TieredSegment;
@@ -38,7 +38,11 @@ impl RemoteLog {
         let first = position / BLOCK_SIZE;
         let last = (end - 1) / BLOCK_SIZE;
         if first == last {
-            return self.read_in_block(segment, position, length);
+            let within = self.read_in_block(segment, position, length)?;
+            if within.len() as u64 == end - position {
+                return Ok(within);
+            }
+            // It crosses from one part of its block into the other: copied below.
         }
         let blocks = self.blocks(segment, first..=last)?;
         let mut bytes = Vec::with_capacity((end - position) as usize);
@@ -46,13 +50,14 @@ impl RemoteLog {
             let block_start = index * BLOCK_SIZE;
             let from = position.max(block_start) - block_start;
             let to = end.min(block_start + block.len() as u64) - block_start;
-            bytes.extend_from_slice(&block[from as usize..to as usize]);
+            block.extend_into(from as usize, to as usize, &mut bytes);
         }
         Ok(Bytes::from(bytes))
     }
 
     /// Up to `length` bytes at `position` of `segment`, no further than the end of the
-    /// block holding `position`: a slice of the cached block, never a copy (a record
+    /// block holding `position` (or of its part holding it, for a block in two parts,
+    /// `cached_block.rs`): a slice of the cached block, never a copy (a record
     /// read from a block's tail would otherwise be copied with the next block's head).
     /// Empty only at the segment's end.
     ///
@@ -80,15 +85,14 @@ impl RemoteLog {
                 .unwrap_or_default(),
         };
         let from = ((position - index * BLOCK_SIZE) as usize).min(block.len());
-        let to = (from + length).min(block.len());
-        Ok(block.slice(from..to))
+        Ok(block.slice_in_part(from, from + length))
     }
 
     /// The first block of `window` when all of `window`'s blocks are cached (noting the
     /// reads, and starting read-ahead when they move a sequential reader on): the path of
     /// nearly every record read, one lock and a lookup per block, with none of `blocks`'
     /// bookkeeping of misses.
-    fn cached_block(&self, segment: &TieredSegment, window: RangeInclusive<u64>) -> Option<Bytes> {
+    fn cached_block(&self, segment: &TieredSegment, window: RangeInclusive<u64>) -> Option<Block> {
         let start = segment.start_offset;
         let (first, moved_on) = {
             let mut cache = self.cache.0.lock().expect("block cache lock");
@@ -111,10 +115,10 @@ impl RemoteLog {
 
     /// The blocks `wanted` of `segment`: cached ones at once, missing ones fetched here
     /// (one GET per run), ones another reader is fetching waited for.
-    fn blocks(&self, segment: &TieredSegment, wanted: RangeInclusive<u64>) -> Result<Vec<Bytes>> {
+    fn blocks(&self, segment: &TieredSegment, wanted: RangeInclusive<u64>) -> Result<Vec<Block>> {
         let start_offset = segment.start_offset;
         let first = *wanted.start();
-        let mut found: Vec<Option<Bytes>> = vec![None; wanted.clone().count()];
+        let mut found: Vec<Option<Block>> = vec![None; wanted.clone().count()];
         let mut moved_on = false;
         loop {
             let mine: Vec<u64>;
@@ -170,7 +174,7 @@ impl RemoteLog {
                 match self.fetch_run(segment, run.clone()) {
                     Ok(blocks) => {
                         for (index, block) in run.zip(blocks) {
-                            found[(index - first) as usize] = Some(block);
+                            found[(index - first) as usize] = Some(block.block);
                         }
                     }
                     Err(error) => failure = failure.or(Some(error)),
@@ -188,7 +192,11 @@ impl RemoteLog {
 
     /// One GET for the blocks `run` (marked in flight by the caller), cached and
     /// returned; whatever the outcome the blocks are no longer in flight.
-    fn fetch_run(&self, segment: &TieredSegment, run: RangeInclusive<u64>) -> Result<Vec<Bytes>> {
+    fn fetch_run(
+        &self,
+        segment: &TieredSegment,
+        run: RangeInclusive<u64>,
+    ) -> Result<Vec<FetchedBlock>> {
         let (start, end) = run_bytes(segment, &run);
         let object = self.client.location().segment(segment.start_offset);
         let outcome = self.counted_get_blocks(&object, start..end, (segment.size, segment.crc32));
@@ -268,7 +276,7 @@ impl RemoteLog {
                 object.clone(),
                 start..end,
                 recorded,
-                Arc::clone(&self.pool),
+                BLOCK_SIZE as usize,
                 move |blocks| {
                     if let Some(blocks) = &blocks {
                         reads.range_reads.fetch_add(1, Ordering::Relaxed);
@@ -349,12 +357,12 @@ fn run_bytes(segment: &TieredSegment, run: &RangeInclusive<u64>) -> (u64, u64) {
 }
 
 /// Bytes in fetched blocks.
-fn fetched_len(blocks: &[Bytes]) -> u64 {
+fn fetched_len(blocks: &[FetchedBlock]) -> u64 {
     blocks.iter().map(|block| block.len() as u64).sum()
 }
 
 /// Whether `blocks` hold all of `start..end` (a GET answers short when the object is).
-fn whole(blocks: &[Bytes], start: u64, end: u64) -> bool {
+fn whole(blocks: &[FetchedBlock], start: u64, end: u64) -> bool {
     fetched_len(blocks) == end - start
 }
 
@@ -364,7 +372,7 @@ fn settle(
     cache: &super::remote_log::SharedCache,
     start_offset: u64,
     run: &RangeInclusive<u64>,
-    blocks: Option<&[Bytes]>,
+    blocks: Option<&[FetchedBlock]>,
 ) {
     let (lock, fetched) = &**cache;
     let mut cache = lock.lock().expect("block cache lock");

@@ -8,8 +8,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use bytes::Bytes;
 
-use super::block_cache::{BlockCache, BLOCK_SIZE, CHUNK_BLOCKS};
-use super::block_pool::BlockPool;
+use super::block_cache::{BlockCache, FetchedBlock, BLOCK_SIZE};
 use super::object_client::ObjectClient;
 use super::state::{TierState, TieredSegment};
 use crate::error::{Error, Result};
@@ -23,14 +22,15 @@ pub struct RemoteLog {
     root: PathBuf,
     pub(super) state: RwLock<TierState>,
     pub(super) cache: SharedCache,
-    /// The buffers the cache's blocks are fetched into, reused.
-    pub(super) pool: Arc<BlockPool>,
     pub(super) reads: Arc<ReadCounters>,
     /// Index files' slot tables (`remote_index.rs`), a quarter of the read cache's bytes.
     pub(super) slot_tables: Mutex<super::slot_tables::SlotTables>,
     /// Evicted consume-queue files, checked whole (`remote_queue.rs`), a quarter of the
     /// read cache's bytes.
     pub(super) queue_files: Mutex<super::slot_tables::SlotTables>,
+    /// Bumped by every change of `state`: a reader that remembers what it looked up in
+    /// the state (`RemoteQueueFiles::state_version`) looks again after a change.
+    state_version: AtomicU64,
     /// The last failed read of a queue file, for the status.
     pub(super) queue_read_failure: Mutex<Option<String>>,
     /// The object name records read last were read from: a reader going through a
@@ -97,10 +97,10 @@ impl RemoteLog {
         object: &object_store::path::Path,
         range: std::ops::Range<u64>,
         recorded: (u64, u32),
-    ) -> Result<Vec<Bytes>> {
-        let blocks = self
-            .client
-            .get_recorded_blocks(object, range, recorded, &self.pool)?;
+    ) -> Result<Vec<FetchedBlock>> {
+        let blocks =
+            self.client
+                .get_recorded_blocks(object, range, recorded, BLOCK_SIZE as usize)?;
         self.reads.range_reads.fetch_add(1, Ordering::Relaxed);
         let fetched: u64 = blocks.iter().map(|b| b.len() as u64).sum();
         self.reads
@@ -115,12 +115,10 @@ impl RemoteLog {
             root: root.to_path_buf(),
             state: RwLock::new(state),
             cache: Arc::new((Mutex::new(BlockCache::new(cache_bytes)), Condvar::new())),
-            // One GET's worth of free buffers: what a reader's next fetch takes while the
-            // blocks it pushes out give theirs back.
-            pool: BlockPool::new(BLOCK_SIZE as usize, CHUNK_BLOCKS as usize),
             reads: Arc::new(ReadCounters::default()),
             slot_tables: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
             queue_files: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
+            state_version: AtomicU64::new(0),
             queue_read_failure: Mutex::new(None),
             last_object_name: Mutex::new(None),
         }
@@ -141,7 +139,13 @@ impl RemoteLog {
         change(&mut next);
         next.persist(&self.root)?;
         *state = next;
+        self.state_version.fetch_add(1, Ordering::Release);
         Ok(())
+    }
+
+    /// How many times the state has changed.
+    pub(super) fn state_version(&self) -> u64 {
+        self.state_version.load(Ordering::Acquire)
     }
 
     pub fn forget_cached(&self, start_offset: u64) {

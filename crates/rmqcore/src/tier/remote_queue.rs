@@ -4,6 +4,8 @@
 //! otherwise point readers at the wrong records. Checked files are kept (within a
 //! quarter of the read cache's bytes), so a consumer going through a file fetches it once.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use super::remote_log::RemoteLog;
@@ -51,9 +53,18 @@ impl RemoteQueueFiles for RemoteLog {
         found
     }
 
-    fn read_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<Bytes> {
+    fn state_version(&self) -> u64 {
+        RemoteLog::state_version(self)
+    }
+
+    fn read_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<Arc<Bytes>> {
         let key = TieredQueueFile::key(topic, queue_id, start);
-        if let Some(bytes) = self.queue_files.lock().expect("queue file lock").get(&key) {
+        if let Some(bytes) = self
+            .queue_files
+            .lock()
+            .expect("queue file lock")
+            .get_shared(&key)
+        {
             self.reads
                 .cache_hits
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -80,10 +91,11 @@ impl RemoteQueueFiles for RemoteLog {
                 ),
             ));
         }
+        let bytes = Arc::new(bytes);
         self.queue_files
             .lock()
             .expect("queue file lock")
-            .insert(&key, bytes.clone());
+            .insert_shared(&key, Arc::clone(&bytes));
         Ok(bytes)
     }
 

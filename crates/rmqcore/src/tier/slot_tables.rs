@@ -3,6 +3,7 @@
 //! uploaded, so one GET serves every later lookup in it.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -12,7 +13,9 @@ use bytes::Bytes;
 pub struct SlotTables {
     budget: usize,
     used: usize,
-    tables: HashMap<String, Bytes>,
+    /// Shared, so that a reader may remember one by a `Weak` (a queue file it is going
+    /// through) without keeping it past the budget.
+    tables: HashMap<String, Arc<Bytes>>,
     order: VecDeque<String>,
 }
 
@@ -27,12 +30,22 @@ impl SlotTables {
     }
 
     pub(super) fn get(&self, name: &str) -> Option<Bytes> {
+        self.tables.get(name).map(|table| Bytes::clone(table))
+    }
+
+    /// The kept table itself: what a `Weak` to it stays alive with.
+    pub(super) fn get_shared(&self, name: &str) -> Option<Arc<Bytes>> {
         self.tables.get(name).cloned()
     }
 
     /// Keep `table`, letting the oldest go while over budget (a table larger than the
     /// whole budget is not kept: its lookups read their slot each time).
     pub(super) fn insert(&mut self, name: &str, table: Bytes) {
+        self.insert_shared(name, Arc::new(table));
+    }
+
+    /// `insert`, of a table already shared.
+    pub(super) fn insert_shared(&mut self, name: &str, table: Arc<Bytes>) {
         if table.len() > self.budget || self.tables.contains_key(name) {
             return;
         }
