@@ -205,6 +205,12 @@ final class BrokerStream
     // Nothing to do: the query's position lives in Spark's checkpoint, not in rmq.
   }
 
+  /** What the query's progress names the source (its "description"). */
+  @Override
+  public String toString() {
+    return "rmq JVM stream of topic " + options.topic + " at " + options.endpoint;
+  }
+
   @Override
   public void stop() {
     // The connection is shared for the JVM's life (NativeBroker).
