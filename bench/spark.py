@@ -237,6 +237,7 @@ def build(ctx: Context) -> Benchmark:
         if case.params["query"] == "stream":
             return stream_python(case, workdir)
         return batch_python(case, workdir)
+
     stream_rmq = stream_runner(
         lambda: shared.spark, rmq_broker, streamed, shared.warmed, batches, warm_up
     )

@@ -89,9 +89,7 @@ class RmqStreamBroker:
         finally:
             client.close()
 
-    def frame(
-        self, spark: Any, same_columns: bool, per_trigger: int, source: str = "rmq"
-    ) -> Any:
+    def frame(self, spark: Any, same_columns: bool, per_trigger: int, source: str = "rmq") -> Any:
         """The query's DataFrame through ``source``: ``rmq`` is what a user gets (the JVM
         stream when the jar is loaded), ``rmq_python`` the Python source beside it."""
         self.ensure()

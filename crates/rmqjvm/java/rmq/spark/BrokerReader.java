@@ -6,9 +6,7 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -98,7 +96,7 @@ final class BrokerReader implements PartitionReader<ColumnarBatch> {
       offset = next;
       int rows = (int) slots[ROWS];
       if (rows > 0) {
-        current = columnar(rows, part.shards()[range]);
+        current = RmqSchema.columnar(schema, slots, part.shards()[range], rows);
         return true;
       }
       freeBatch();
@@ -121,15 +119,6 @@ final class BrokerReader implements PartitionReader<ColumnarBatch> {
       LOG.warn("{}", loss.getMessage());
     }
     return first;
-  }
-
-  private ColumnarBatch columnar(int rows, String shard) {
-    StructField[] fields = schema.fields();
-    ColumnVector[] vectors = new ColumnVector[fields.length];
-    for (int index = 0; index < fields.length; index++) {
-      vectors[index] = RmqSchema.vector(fields[index], slots, shard);
-    }
-    return new ColumnarBatch(vectors, rows);
   }
 
   @Override
