@@ -2,24 +2,20 @@ package rmq.spark;
 
 import static rmq.spark.BatchLayout.*;
 
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
-/** Reads one {@link BrokerPart} as column batches: per range, pulls of up to batch_rows
- * messages (the native side joins the broker's pulls into one batch), read in place by the
- * same vectors as the segment reader's. Data lost to retention between planning and
- * reading is decided here, as in python/rmq/spark/queue_read.py: fail with a message that
- * says how many and what to do (failOnDataLoss=true), or log it and go on from the queue's
- * first offset. */
+/** Reads one {@link BrokerPart} as column batches, read in place by the same vectors as
+ * the segment reader's. With {@code prefetchBatches} > 0 (4 by default, as in the Python
+ * source) a thread pulls up to that many batches ahead of Spark, so the round trips of
+ * the next pulls overlap Spark's work on the last batch; 0 pulls in line. */
 final class BrokerReader implements PartitionReader<ColumnarBatch> {
-  private static final Logger LOG = LoggerFactory.getLogger("rmq.spark");
-
   /** Sent to the executors: what each reader needs. */
   record Factory(StructType schema, StreamOptions options) implements PartitionReaderFactory {
     @Override
@@ -38,87 +34,84 @@ final class BrokerReader implements PartitionReader<ColumnarBatch> {
     }
   }
 
-  private final BrokerPart part;
+  /** What the read-ahead thread hands over: a batch, the end (both null), or a failure. */
+  private record Ahead(BrokerPulls.Pulled pulled, RuntimeException failure) {}
+
   private final StructType schema;
-  private final StreamOptions options;
-  private final long connection;
-  private final long[] slots = new long[SLOTS];
-  private int range;
-  private long offset;
-  private long batch;
+  private final BrokerPulls pulls;
+  private final BlockingQueue<Ahead> ahead;
+  private final Thread reader;
+  private boolean ended;
+  private BrokerPulls.Pulled held;
   private ColumnarBatch current;
 
   BrokerReader(BrokerPart part, StructType schema, StreamOptions options) {
-    this.part = part;
     this.schema = schema;
-    this.options = options;
-    this.connection = NativeBroker.connection(options.endpoint, options.token, BrokerQueues.RETRY_MILLIS);
-    this.offset = part.ranges().length == 0 ? 0 : part.ranges()[0].start();
+    this.pulls = new BrokerPulls(part, options);
+    if (options.prefetchBatches > 0) {
+      ahead = new ArrayBlockingQueue<>(options.prefetchBatches);
+      reader = new Thread(this::readAhead, "rmq-pull-ahead");
+      reader.setDaemon(true);
+      reader.start();
+    } else {
+      ahead = null;
+      reader = null;
+    }
+  }
+
+  private void readAhead() {
+    try {
+      BrokerPulls.Pulled pulled;
+      do {
+        pulled = pulls.next();
+        try {
+          ahead.put(new Ahead(pulled, null));
+        } catch (InterruptedException closed) {
+          if (pulled != null) {
+            pulled.free();
+          }
+          return;
+        }
+      } while (pulled != null);
+    } catch (RuntimeException failed) {
+      try {
+        ahead.put(new Ahead(null, failed));
+      } catch (InterruptedException closed) {
+        // The reader is closing: nobody is left to tell.
+      }
+    }
+  }
+
+  private BrokerPulls.Pulled take() {
+    if (ahead == null) {
+      return pulls.next();
+    }
+    Ahead next;
+    try {
+      next = ahead.take();
+    } catch (InterruptedException interrupted) {
+      Thread.currentThread().interrupt();
+      throw new RmqException("interrupted while waiting for the broker's messages");
+    }
+    if (next.failure() != null) {
+      throw next.failure();
+    }
+    return next.pulled();
   }
 
   @Override
   public boolean next() {
-    freeBatch();
-    while (range < part.ranges().length) {
-      QueueRange read = part.ranges()[range];
-      if (offset >= read.end()) {
-        range += 1;
-        if (range < part.ranges().length) {
-          offset = part.ranges()[range].start();
-        }
-        continue;
-      }
-      try {
-        batch =
-            NativeBroker.pull(
-                connection,
-                options.topic,
-                read.queueId(),
-                offset,
-                read.end(),
-                (int) Math.min(options.batchRows, read.end() - offset),
-                options.tags,
-                options.keys,
-                slots);
-      } catch (BrokerCallException failed) {
-        if (failed.code() != BrokerCallException.OUT_OF_RANGE) {
-          throw failed;
-        }
-        offset = afterLoss(read, failed);
-        continue;
-      }
-      long next = slots[NEXT_POSITION];
-      if (next <= offset) {
-        throw new RmqException(
-            "queue " + read.queueId() + " of topic '" + options.topic + "' gave nothing at offset "
-                + offset + ", below the end " + read.end() + " planned for this batch");
-      }
-      offset = next;
-      int rows = (int) slots[ROWS];
-      if (rows > 0) {
-        current = RmqSchema.columnar(schema, slots, part.shards()[range], rows);
-        return true;
-      }
-      freeBatch();
+    release();
+    if (ended) {
+      return false;
     }
-    return false;
-  }
-
-  /** Where to go on after a pull below the queue's first offset, or the error to fail. */
-  private long afterLoss(QueueRange read, BrokerCallException failed) {
-    long[] bounds = NativeBroker.queueOffsets(connection, options.topic, read.queueId());
-    long first = BrokerQueues.firstReadable(connection, options.topic, read.queueId(), bounds[0], bounds[1]);
-    if (offset >= first) {
-      throw failed;
+    held = take();
+    if (held == null) {
+      ended = true;
+      return false;
     }
-    RmqException loss = BrokerQueues.dataLoss(options.topic, read.queueId(), offset, first);
-    if (!read.newQueue()) {
-      if (options.failOnDataLoss) {
-        throw loss;
-      }
-      LOG.warn("{}", loss.getMessage());
-    }
-    return first;
+    current = RmqSchema.columnar(schema, held.slots(), held.shard(), (int) held.slots()[ROWS]);
+    return true;
   }
 
   @Override
@@ -126,16 +119,30 @@ final class BrokerReader implements PartitionReader<ColumnarBatch> {
     return current;
   }
 
-  private void freeBatch() {
+  private void release() {
     current = null;
-    if (batch != 0) {
-      NativeBroker.freeBatch(batch);
-      batch = 0;
+    if (held != null) {
+      held.free();
+      held = null;
     }
   }
 
   @Override
   public void close() {
-    freeBatch();
+    release();
+    if (reader != null) {
+      reader.interrupt();
+      try {
+        reader.join();
+      } catch (InterruptedException interrupted) {
+        Thread.currentThread().interrupt();
+      }
+      for (Ahead left : ahead) {
+        if (left.pulled() != null) {
+          left.pulled().free();
+        }
+      }
+      ahead.clear();
+    }
   }
 }

@@ -44,6 +44,8 @@ final class StreamOptions implements Serializable {
   final String token;
   final int batchRows;
   final long minRowsPerPartition;
+  /** Batches a partition's reader pulls ahead of Spark on a thread (0: none). */
+  final int prefetchBatches;
 
   private StreamOptions(Map<String, String> lowered) {
     endpoint = lowered.getOrDefault("endpoint", "").strip();
@@ -76,8 +78,7 @@ final class StreamOptions implements Serializable {
     batchRows = (int) ReadOptions.integer("batch_rows", lowered.getOrDefault("batch_rows", "8192"), 1);
     minRowsPerPartition =
         ReadOptions.integer("minRowsPerPartition", lowered.getOrDefault("minrowsperpartition", "10000"), 1);
-    // Taken for the Python source's sake: the JVM reader has no thread to read ahead on.
-    ReadOptions.integer("prefetchBatches", lowered.getOrDefault("prefetchbatches", "4"), 0);
+    prefetchBatches = (int) ReadOptions.integer("prefetchBatches", lowered.getOrDefault("prefetchbatches", "4"), 0);
   }
 
   /** Whether a stream with these options is the JVM stream's: one from a broker. */
