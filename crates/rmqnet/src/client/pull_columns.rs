@@ -117,3 +117,67 @@ pub fn append_pull_columns(
     }
     Ok(next_offset)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message as _;
+    use rmqproto::v1::{PullResponse, StoredMessage};
+
+    fn response(offsets: std::ops::Range<i64>, next_offset: i64) -> Vec<u8> {
+        PullResponse {
+            messages: offsets
+                .map(|offset| StoredMessage {
+                    topic: "t".into(),
+                    queue_offset: offset,
+                    body: format!("b{offset}").into_bytes().into(),
+                    keys: if offset % 2 == 0 {
+                        vec!["even".into()]
+                    } else {
+                        vec![]
+                    },
+                    tags: (offset % 3 == 0).then(|| "three".into()),
+                    ..Default::default()
+                })
+                .collect(),
+            next_offset,
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn responses_append_to_one_batch_within_the_end_and_keys() {
+        let mut batch = ColumnBatch::default();
+        let everything = RowFilter {
+            end_offset: 7,
+            keys: HashSet::new(),
+        };
+        assert_eq!(
+            append_pull_columns(&response(0..4, 4), &everything, &mut batch),
+            Ok(4)
+        );
+        assert_eq!(
+            append_pull_columns(&response(4..10, 10), &everything, &mut batch),
+            Ok(10)
+        );
+        let offsets: Vec<i64> = batch.queue_offset.clone();
+        assert_eq!(offsets, (0..7).collect::<Vec<_>>());
+        assert_eq!(batch.body.value(6), b"b6");
+        assert_eq!(batch.tags_valid.len, 7);
+        assert!(batch.tags_valid.get(3) && !batch.tags_valid.get(4));
+
+        let mut keyed = ColumnBatch::default();
+        let even = RowFilter {
+            end_offset: i64::MAX,
+            keys: [b"even".as_slice()].into_iter().collect(),
+        };
+        append_pull_columns(&response(0..5, 5), &even, &mut keyed).unwrap();
+        assert_eq!(keyed.queue_offset, vec![0, 2, 4]);
+        assert_eq!(keyed.rows(), 3);
+        assert_eq!(
+            append_pull_columns(b"\xff\xff", &even, &mut keyed),
+            Err(Malformed)
+        );
+    }
+}

@@ -30,12 +30,20 @@ final class BrokerStream
   /** What the queues held when latestOffset last asked: Spark asks reportLatestOffset
    * right after it, in the same micro-batch, so the answer is reused once. */
   private QueueOffsets seenLatest;
+  /** The queues as last described (their shards name the partitions' shard column). */
+  private TreeMap<Integer, BrokerQueues.Queue> described;
 
   BrokerStream(StructType schema, StreamOptions options) {
     this.schema = schema;
     this.options = options;
     // An unreachable broker or an unknown topic fails the query now.
     this.queues = new BrokerQueues(options.endpoint, options.topic, options.token);
+  }
+
+  /** The topic's queues now (one DescribeTopic), kept for planning. */
+  private TreeMap<Integer, BrokerQueues.Queue> bounds() {
+    described = queues.bounds();
+    return described;
   }
 
   private QueueOffsets offsets(Map<Integer, Long> offsets) {
@@ -50,7 +58,7 @@ final class BrokerStream
 
   @Override
   public Offset initialOffset() {
-    TreeMap<Integer, BrokerQueues.Queue> bounds = queues.bounds();
+    TreeMap<Integer, BrokerQueues.Queue> bounds = bounds();
     if (options.startingTimestamp != null) {
       return offsets(queues.offsetsForTime(options.startingTimestamp, bounds.keySet()));
     }
@@ -116,7 +124,7 @@ final class BrokerStream
   @Override
   public Offset latestOffset(Offset start, ReadLimit limit) {
     String topic = options.topic;
-    TreeMap<Integer, BrokerQueues.Queue> bounds = queues.bounds();
+    TreeMap<Integer, BrokerQueues.Queue> bounds = bounds();
     TreeMap<Integer, Long> begin =
         start == null ? new TreeMap<>() : QueueOffsets.parse(topic, start.json()).offsets;
     for (Map.Entry<Integer, Long> entry : begin.entrySet()) {
@@ -177,7 +185,12 @@ final class BrokerStream
     if (ranges.isEmpty()) {
       return new InputPartition[0];
     }
-    Map<Integer, BrokerQueues.Queue> bounds = queues.bounds();
+    // latestOffset described the queues just before, in this micro-batch: their shards
+    // are known unless the topic grew since (or the query restarted on a planned batch).
+    Map<Integer, BrokerQueues.Queue> bounds = described;
+    if (bounds == null || !bounds.keySet().containsAll(QueueOffsets.parse(topic, end.json()).offsets.keySet())) {
+      bounds = bounds();
+    }
     List<InputPartition> parts = new ArrayList<>();
     for (List<QueueRange> group : QueueRange.group(ranges, options.minRowsPerPartition, options.minPartitions)) {
       String[] shards = new String[group.size()];
