@@ -1,10 +1,12 @@
 """``readStream.format("rmq")`` from a broker is the JVM stream (crates/rmqjvm, no Python
 worker) when the jar is loaded, and it reads what the Python source (``rmq_python``)
 reads: the same rows and values, column for column, on the same broker; the same offsets
-in the checkpoint, so a query checkpointed by one resumes on the other."""
+in the checkpoint, so a query checkpointed by one resumes on the other; and the same
+messages for bad options."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +96,38 @@ def test_a_checkpoint_of_either_stream_resumes_on_the_other(
         run_available_now(frame, out, checkpoint)
         rows = spark.read.parquet(str(out)).select("body").collect()
         assert sorted(bytes(row.body).decode() for row in rows) == sorted(sent), source
+
+
+def test_both_streams_refuse_bad_options_with_the_same_messages(
+    spark: SparkSession, broker: LocalBroker, client: Client
+) -> None:
+    topic = "refused"
+    client.create_topic(topic, queues=2)
+    send_all(client, topic, ["one"])
+    base = {"endpoint": broker.endpoint, "topic": topic}
+    cases = [
+        ({"startingOffsets": '{"other": {"0": 1}}'}, r"with the one key 'refused'"),
+        ({"startingOffsets": '{"refused": {"x": 1}}'}, "is not a queue id and an integer offset"),
+        ({"startingOffsets": '{"refused": {"0": -3, "1": 0}}'}, "offset -3 of queue 0 is below -2"),
+        (
+            {"startingOffsets": '{"refused": {"0": 5, "1": 0}}'},
+            r"offset 5 of queue 0 of 'refused' is past its end \(\d\)",
+        ),
+        ({"maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger=0 is below 1"),
+        ({"failOnDataLoss": "maybe"}, "failOnDataLoss='maybe' is not true or false"),
+        ({"startingOffset": "latest"}, "unknown streaming option"),
+    ]
+    for options, message in cases:
+        for source in ("rmq", "rmq_python"):
+            query = None
+            try:
+                frame = spark.readStream.format(source).options(**base, **options).load()
+                query = frame.writeStream.format("noop").trigger(availableNow=True).start()
+                query.awaitTermination(60)
+                error = str(query.exception())
+            except Exception as raised:
+                error = str(raised)
+            finally:
+                if query is not None:
+                    query.stop()
+            assert re.search(message, error), (source, options, error)
