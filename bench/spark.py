@@ -25,6 +25,7 @@ from bench.spark_stream import (
 )
 from bench.spark_stream import (
     KafkaStreamBroker,
+    RmqPythonStream,
     RmqStreamBroker,
     payload,
     stream_runner,
@@ -222,6 +223,21 @@ def build(ctx: Context) -> Benchmark:
         return run
 
     batch_rmq = runner("rmq")
+    batch_python = runner("python")
+    stream_python = stream_runner(
+        lambda: shared.spark,
+        RmqPythonStream(rmq_broker),
+        streamed,
+        shared.warmed,
+        batches,
+        warm_up,
+    )
+
+    def python_run(case: Case, workdir: Path) -> Metrics:
+        if case.params["query"] == "stream":
+            return stream_python(case, workdir)
+        return batch_python(case, workdir)
+
     stream_rmq = stream_runner(
         lambda: shared.spark, rmq_broker, streamed, shared.warmed, batches, warm_up
     )
@@ -335,13 +351,14 @@ def build(ctx: Context) -> Benchmark:
             ),
             spark_system(
                 "rmq python source",
-                runner("python"),
+                python_run,
                 "baseline",
-                batch_cases,
+                batch_cases + stream_cases,
                 "the Python data source (Python workers, Arrow batches of every column: "
                 "PySpark's data source API prunes none), registered as 'rmq_python' beside "
-                "the JVM reader; 'rmq source' is the JVM reader (scripts/build-spark-jvm), "
-                "which decodes only the columns the query uses",
+                "the JVM reader and stream; 'rmq source' is the JVM reader and, for streams "
+                "from a broker, the JVM stream (scripts/build-spark-jvm): no Python process; "
+                "the reader decodes only the columns a batch query uses",
             ),
             spark_system(
                 "native decoder",

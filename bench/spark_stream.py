@@ -89,10 +89,12 @@ class RmqStreamBroker:
         finally:
             client.close()
 
-    def frame(self, spark: Any, same_columns: bool, per_trigger: int) -> Any:
+    def frame(self, spark: Any, same_columns: bool, per_trigger: int, source: str = "rmq") -> Any:
+        """The query's DataFrame through ``source``: ``rmq`` is what a user gets (the JVM
+        stream when the jar is loaded), ``rmq_python`` the Python source beside it."""
         self.ensure()
         reader = (
-            spark.readStream.format("rmq")
+            spark.readStream.format(source)
             .option("endpoint", self.broker.endpoint)
             .option("topic", self.topic)
             .option("startingOffsets", "earliest")
@@ -106,6 +108,20 @@ class RmqStreamBroker:
         if self.broker is not None:
             self.broker.teardown()
             self.broker = None
+
+
+class RmqPythonStream:
+    """The same broker and topic read through the Python source (``rmq_python``, beside the
+    JVM stream that ``format("rmq")`` is once the jar is loaded)."""
+
+    def __init__(self, broker: RmqStreamBroker) -> None:
+        self.broker = broker
+
+    def frame(self, spark: Any, same_columns: bool, per_trigger: int) -> Any:
+        import rmq.spark as rmq_spark
+
+        name = "rmq_python" if rmq_spark.jvm_reader_loaded(spark) else "rmq"
+        return self.broker.frame(spark, same_columns, per_trigger, source=name)
 
 
 class KafkaStreamBroker:
@@ -207,7 +223,7 @@ def run_query(frame: Any, workdir: Path, expected: int) -> Metrics:
 
 def stream_runner(
     spark: Callable[[], Any],
-    source: RmqStreamBroker | KafkaStreamBroker,
+    source: RmqStreamBroker | RmqPythonStream | KafkaStreamBroker,
     messages: int,
     warmed: set[str],
     batches: int = BATCHES,

@@ -38,6 +38,9 @@ def main() -> None:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
+        # The JVM stream's jar, shipped to the executors too (a standalone worker has it
+        # from here, not from its own classpath).
+        .config("spark.jars", ",".join(rmq.spark.jvm_jars()))
     )
     if args.master.startswith("spark://"):
         # The executors' Python workers must import rmq from the same place as this one.

@@ -42,10 +42,16 @@ def run_available_now(frame: DataFrame, out: Path, checkpoint: Path) -> Streamin
     return query
 
 
-def collect(spark: SparkSession, options: dict[str, str], schema: str | None = None) -> list[Any]:
-    """Every row an AvailableNow query with ``options`` reads (memory sink)."""
+def collect(
+    spark: SparkSession,
+    options: dict[str, str],
+    schema: str | None = None,
+    source: str = "rmq",
+) -> list[Any]:
+    """Every row an AvailableNow query with ``options`` reads (memory sink) from ``source``
+    (``rmq``: the JVM stream for an endpoint; ``rmq_python``: the Python source)."""
     name = query_name("collected")
-    reader = spark.readStream.format("rmq").options(**options)
+    reader = spark.readStream.format(source).options(**options)
     if schema is not None:
         reader = reader.schema(schema)
     query = (

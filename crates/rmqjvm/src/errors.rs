@@ -4,8 +4,10 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use jni::objects::JValue;
 use jni::JNIEnv;
 use rmqcore::error::Error;
+use rmqnet::client::CallError;
 
 /// Thrown for bytes that are not a valid record; the JVM reader's counterpart of the
 /// Python binding's `CorruptRecordError`, with the same message.
@@ -13,6 +15,11 @@ pub const CORRUPT_RECORD: &str = "rmq/spark/CorruptRecordException";
 /// Thrown for any other engine error (I/O, a missing file ...).
 pub const ENGINE_ERROR: &str = "rmq/spark/RmqException";
 const INVALID_ARGUMENT: &str = "java/lang/IllegalArgumentException";
+/// Thrown for a failed call to a broker, with its gRPC status code (as
+/// `grpc.StatusCode` numbers it): the JVM stream decides on the code (OUT_OF_RANGE is
+/// data lost to retention, NOT_FOUND an unknown topic), as the Python source does on the
+/// client's exception classes.
+pub const BROKER_CALL: &str = "rmq/spark/BrokerCallException";
 
 /// The Java exception class for an engine error. Every error the decoder can raise maps
 /// here and nowhere else.
@@ -36,12 +43,35 @@ pub fn throw_message(env: &mut JNIEnv<'_>, class: &str, message: &str) {
     let _ = env.throw_new(class, message);
 }
 
-/// Why a native method failed: the engine refused, or a JNI call did (which mostly means
+/// Throw a broker call's failure as a `BrokerCallException(message, code)`.
+pub fn throw_call(env: &mut JNIEnv<'_>, error: &CallError) {
+    let thrown = (|| -> jni::errors::Result<()> {
+        let message = env.new_string(&error.message)?;
+        let exception = env.new_object(
+            BROKER_CALL,
+            "(Ljava/lang/String;I)V",
+            &[JValue::Object(&message), JValue::Int(error.code)],
+        )?;
+        env.throw(jni::objects::JThrowable::from(exception))
+    })();
+    if thrown.is_err() && !env.exception_check().unwrap_or(true) {
+        throw_message(env, ENGINE_ERROR, &error.message);
+    }
+}
+
+/// Why a native method failed: the engine refused, a broker call did, or a JNI call did (which mostly means
 /// a Java exception is already pending, e.g. an out-of-memory error).
 #[derive(Debug)]
 pub enum Failure {
     Engine(Error),
+    Call(CallError),
     Jni(jni::errors::Error),
+}
+
+impl From<CallError> for Failure {
+    fn from(error: CallError) -> Self {
+        Failure::Call(error)
+    }
 }
 
 impl From<Error> for Failure {
@@ -67,6 +97,10 @@ pub fn guard<T>(
         Ok(Ok(value)) => value,
         Ok(Err(Failure::Engine(error))) => {
             throw(env, &error);
+            fallback
+        }
+        Ok(Err(Failure::Call(error))) => {
+            throw_call(env, &error);
             fallback
         }
         Ok(Err(Failure::Jni(error))) => {

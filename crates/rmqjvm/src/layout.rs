@@ -3,7 +3,7 @@
 //! place (`Platform.getInt(null, address + 4 * row)` ...) with no call back per row.
 //! The slot numbers are mirrored in `java/rmq/spark/BatchLayout.java`; change both.
 
-use rmqcore::segment_decoder::{DecodedBatch, SegmentEnd, VarColumn};
+use rmqcore::segment_decoder::{ColumnBatch, DecodedBatch, SegmentEnd, VarColumn};
 
 pub const ROWS: usize = 0;
 pub const NEXT_POSITION: usize = 1;
@@ -38,16 +38,22 @@ fn var(column: &VarColumn) -> [i64; 2] {
 /// The slots of `batch`. The addresses stay valid until the batch is freed: the batch is
 /// boxed and never changed after decoding.
 pub fn describe(batch: &DecodedBatch) -> [i64; SLOTS] {
-    let mut slots = [0i64; SLOTS];
-    let columns = &batch.columns;
-    slots[ROWS] = columns.rows() as i64;
-    slots[NEXT_POSITION] = batch.next_position as i64;
+    let mut slots = describe_columns(&batch.columns, batch.next_position as i64);
     slots[END] = end_code(batch.end.as_ref());
     slots[NOTHING_AFTER] = match &batch.end {
         Some(SegmentEnd::Invalid(invalid)) => i64::from(invalid.nothing_after),
         _ => 0,
     };
     slots[RECORDS_SCANNED] = batch.records_scanned as i64;
+    slots
+}
+
+/// The slots of columns that did not come from a segment (a broker's pull, where
+/// `next_position` is the queue offset the next pull starts at): `END` stays 0.
+pub fn describe_columns(columns: &ColumnBatch, next_position: i64) -> [i64; SLOTS] {
+    let mut slots = [0i64; SLOTS];
+    slots[ROWS] = columns.rows() as i64;
+    slots[NEXT_POSITION] = next_position;
     let [topic_offsets, topic_data] = var(&columns.topic);
     let [msg_id_offsets, msg_id_data] = var(&columns.msg_id);
     let [tags_offsets, tags_data] = var(&columns.tags);

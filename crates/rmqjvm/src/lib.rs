@@ -6,6 +6,7 @@
 //! Python binding passes, and tells Java where the column buffers are (`layout`). Handles
 //! are boxed Rust values passed to Java as `long`s; Java frees each one exactly once.
 
+pub mod broker;
 pub mod errors;
 pub mod layout;
 

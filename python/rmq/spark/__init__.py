@@ -4,8 +4,9 @@
 segments under ``path`` are decoded by the native engine, one partition per segment.
 Two readers serve that name: the JVM reader (``rmq-spark.jar``, built by
 ``scripts/build-spark-jvm``, put on Spark's classpath with ``jvm_jars()``) when the session
-has it, the Python data source otherwise; streams and writes are always the Python
-source's. Schema, options, filter pushdown and error behaviour are described in
+has it, the Python data source otherwise. The jar also streams from a broker
+(``readStream`` with ``endpoint``) in the JVM; streams over store files and writes are
+always the Python source's. Schema, options, filter pushdown and error behaviour are described in
 ``docs/spark.md``; streaming reads in ``docs/spark-streaming.md``, writes in
 ``docs/spark-writing.md``.
 """
@@ -44,8 +45,9 @@ def register(spark: SparkSession) -> None:
     """Register the ``rmq`` data source with ``spark``.
 
     With the JVM reader on the session's classpath (``jvm_jars()`` in ``spark.jars``),
-    ``format("rmq")`` is the JVM provider: it reads store files itself and hands streams,
-    writes and ``tier_url`` reads to this Python source, registered as ``rmq_python``.
+    ``format("rmq")`` is the JVM provider: it reads store files and streams from a broker
+    itself and hands streams over store files, writes and ``tier_url`` reads to this
+    Python source, registered as ``rmq_python``.
     Without it, the Python source is ``rmq`` and serves everything.
 
     Also sets ``FILTER_PUSHDOWN_CONF`` to true for the session: the reader takes topic,

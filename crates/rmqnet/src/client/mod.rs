@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod books;
+pub mod broker_reads;
 pub mod calls;
 pub mod channels;
 #[cfg(test)]
@@ -17,6 +18,7 @@ pub mod encode;
 pub mod limits;
 pub mod outcome;
 mod parking;
+pub mod pull_columns;
 pub mod routes;
 pub mod sender;
 pub mod tls;

@@ -19,11 +19,18 @@ final class NativeDecoder {
   static final int BODY = 4;
   static final int HOSTS = 8;
 
+  private static boolean loaded;
+
   static {
     load();
   }
 
-  private static void load() {
+  /** Load the native library once per JVM (NativeBroker's methods are in it too). */
+  static synchronized void load() {
+    if (loaded) {
+      return;
+    }
+    loaded = true;
     String given = System.getProperty("rmq.native.library");
     if (given != null) {
       System.load(given);

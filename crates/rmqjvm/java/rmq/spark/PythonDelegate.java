@@ -14,7 +14,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /** The Python source ({@code rmq.spark.register} registers it as {@value #NAME} when this
  * jar is loaded, since Spark refuses a Python source named like a JVM one), for what the
- * JVM reader does not do: streams, writes, and batch reads of a tier's bucket. Made when
+ * JVM reader does not do: streams over store files, writes, and batch reads of a tier's
+ * bucket. Made when
  * first needed, so a batch read of store files starts no Python worker on the driver. */
 final class PythonDelegate {
   /** The name the Python source is registered under (python/rmq/spark/__init__.py). */

@@ -92,7 +92,7 @@ final class ReadOptions implements Serializable {
     return new IllegalArgumentException("invalid " + argument + ": " + reason);
   }
 
-  private static boolean bool(String name, String text) {
+  static boolean bool(String name, String text) {
     String value = text.strip().toLowerCase(Locale.ROOT);
     switch (value) {
       case "true", "1", "yes":
@@ -104,7 +104,7 @@ final class ReadOptions implements Serializable {
     }
   }
 
-  private static long integer(String name, String text, long minimum) {
+  static long integer(String name, String text, long minimum) {
     long value;
     try {
       value = Long.parseLong(text.strip());

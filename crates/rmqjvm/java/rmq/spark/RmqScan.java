@@ -14,8 +14,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** A read of the {@code rmq} table. As a batch: store files, one partition per segment (or
  * segment part) of the selected shards, read in columns; the options are checked here,
- * when the batch is planned (a stream takes other options). As a stream: the Python
- * source's. */
+ * when the batch is planned (a stream takes other options). As a stream: from a broker
+ * ({@code endpoint}), the JVM stream (BrokerStream); from store files ({@code path}), the
+ * Python source's. */
 final class RmqScan implements Scan {
   private final StructType schema;
   private final RmqScanBuilder builder;
@@ -44,6 +45,9 @@ final class RmqScan implements Scan {
 
   @Override
   public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+    if (StreamOptions.fromBroker(builder.given())) {
+      return new BrokerStream(schema, StreamOptions.parse(builder.given()));
+    }
     return python.scanBuilder(builder.given()).build().toMicroBatchStream(checkpointLocation);
   }
 

@@ -9,6 +9,7 @@ import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** The rows of {@code spark.read.format("rmq")}: the same columns, types and nullability as
  * the Python source's {@code rmq.spark.SCHEMA}; and how each column is read from a decoded
@@ -89,6 +90,17 @@ final class RmqSchema {
       }
     }
     return bits;
+  }
+
+  /** The {@code rows} rows of the batch that {@code slots} describes, in the columns of
+   * {@code schema} (read in place: the batch must outlive the result). */
+  static ColumnarBatch columnar(StructType schema, long[] slots, String shard, int rows) {
+    StructField[] fields = schema.fields();
+    ColumnVector[] vectors = new ColumnVector[fields.length];
+    for (int index = 0; index < fields.length; index++) {
+      vectors[index] = vector(fields[index], slots, shard);
+    }
+    return new ColumnarBatch(vectors, rows);
   }
 
   /** The vector of column {@code field} over the batch that {@code slots} describes. */

@@ -12,7 +12,8 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The {@code rmq} table: batch reads of store files here, in the JVM; streams, writes and
+/** The {@code rmq} table: batch reads of store files and streams from a broker
+ * ({@code endpoint}) here, in the JVM; streams over store files ({@code path}), writes and
  * reads of a tier's bucket ({@code tier_url}) through the Python source, with the same
  * capabilities it declares. */
 final class RmqTable implements SupportsRead, SupportsWrite {

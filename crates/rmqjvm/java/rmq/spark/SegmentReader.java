@@ -3,9 +3,7 @@ package rmq.spark;
 import static rmq.spark.BatchLayout.*;
 
 import org.apache.spark.sql.connector.read.PartitionReader;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -103,16 +101,11 @@ final class SegmentReader implements PartitionReader<ColumnarBatch> {
   }
 
   private ColumnarBatch columnar(int rows) {
-    StructField[] fields = schema.fields();
-    ColumnVector[] vectors = new ColumnVector[fields.length];
-    for (int index = 0; index < fields.length; index++) {
-      vectors[index] = RmqSchema.vector(fields[index], slots, part.shard());
-    }
     if ((columns & NativeDecoder.BODY) != 0) {
       long offsets = slots[BODY];
       ReadCounters.addBodyBytes(org.apache.spark.unsafe.Platform.getInt(null, offsets + 4L * rows));
     }
-    return new ColumnarBatch(vectors, rows);
+    return RmqSchema.columnar(schema, slots, part.shard(), rows);
   }
 
   @Override
