@@ -6,7 +6,9 @@
 //! a batch into one run per queue, appended together when it finishes, so a batch pays for
 //! one lookup per queue, one index lock and (RocksDB form) one write, not one per record.
 
-use crate::consume_queue::{ConsumeQueueStore, CqEntry, QueueRun};
+use std::sync::Arc;
+
+use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore, CqEntry, QueueRun};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::PageWarmer;
 use crate::index::{IndexBatch, IndexService};
@@ -41,6 +43,9 @@ pub struct Dispatcher<'a> {
     /// The run the last record went to: the next one most likely continues it.
     current: usize,
     pending_entries: usize,
+    /// A queue the caller already holds (the append path's): its records open their run
+    /// without a second lookup in the queue table, which hashes the topic name.
+    known_queue: Option<(i32, Arc<dyn ConsumeQueue>)>,
 }
 
 impl<'a> Dispatcher<'a> {
@@ -53,7 +58,16 @@ impl<'a> Dispatcher<'a> {
             run_keys: Vec::new(),
             current: 0,
             pending_entries: 0,
+            known_queue: None,
         }
+    }
+
+    /// The records' queue, which the caller looked up already (the append path: one
+    /// queue per put). Only its id is compared, so it must be the queue of every record
+    /// of that id dispatched here, topic included.
+    pub fn with_queue(mut self, queue_id: i32, queue: Arc<dyn ConsumeQueue>) -> Self {
+        self.known_queue = Some((queue_id, queue));
+        self
     }
 
     pub fn with_warmer(mut self, warmer: Option<&'a PageWarmer>) -> Self {
@@ -87,9 +101,12 @@ impl<'a> Dispatcher<'a> {
                 if self.runs.len() >= MAX_PENDING_QUEUES {
                     self.append_pending()?;
                 }
-                let queue = self
-                    .queues
-                    .get_or_create(&view.topic_str(), view.queue_id)?;
+                let queue = match &self.known_queue {
+                    Some((queue_id, queue)) if *queue_id == view.queue_id => Arc::clone(queue),
+                    _ => self
+                        .queues
+                        .get_or_create(&view.topic_str(), view.queue_id)?,
+                };
                 let assigned = queue.writer_bounds();
                 let first_offset = assigned.max();
                 let empty = first_offset == assigned.min();

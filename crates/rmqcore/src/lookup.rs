@@ -79,7 +79,7 @@ pub fn visit_by_key(
         ));
     }
     let log_min = commit_log.min_offset();
-    let mut seen = HashSet::new();
+    let mut seen = SeenOffsets::default();
     let mut count = 0;
     index.visit_candidates(topic, key, begin, end, |offset| {
         // A record with the key twice (KEYS and UNIQ_KEY) has two entries.
@@ -92,10 +92,15 @@ pub fn visit_by_key(
         if position < log_min || position >= readable_end {
             return Ok(ControlFlow::Continue(()));
         }
-        let record = commit_log.read(position, true)?;
-        let view = record.view();
-        if (begin..=end).contains(&view.store_timestamp) && record_matches_key(&view, topic, key) {
-            visit(&view);
+        let answered = commit_log.visit(position, true, |view| {
+            let wanted = (begin..=end).contains(&view.store_timestamp)
+                && record_matches_key(view, topic, key);
+            if wanted {
+                visit(view);
+            }
+            wanted
+        })?;
+        if answered {
             count += 1;
             if count >= max_count {
                 return Ok(ControlFlow::Break(()));
@@ -104,6 +109,33 @@ pub fn visit_by_key(
         Ok(ControlFlow::Continue(()))
     })?;
     Ok(count)
+}
+
+/// The commit-log offsets a lookup has already looked at. Most lookups see one or two
+/// candidates: a short list, searched in place, costs no allocation and no hashing;
+/// past `INLINE` candidates (a crowded slot) a set keeps the test constant-time.
+#[derive(Default)]
+struct SeenOffsets {
+    inline: [i64; SeenOffsets::INLINE],
+    len: usize,
+    spilled: HashSet<i64>,
+}
+
+impl SeenOffsets {
+    const INLINE: usize = 8;
+
+    /// Whether `offset` is new (and now remembered).
+    fn insert(&mut self, offset: i64) -> bool {
+        if self.inline[..self.len].contains(&offset) {
+            return false;
+        }
+        if self.len < Self::INLINE {
+            self.inline[self.len] = offset;
+            self.len += 1;
+            return true;
+        }
+        self.spilled.insert(offset)
+    }
 }
 
 /// The message a msgId names: the record at the commit-log offset in the id, which must
@@ -201,4 +233,21 @@ pub fn offset_for_time(
         }
     }
     Ok(low)
+}
+
+#[cfg(test)]
+mod seen_offsets_tests {
+    use super::SeenOffsets;
+
+    #[test]
+    fn each_offset_is_new_once_before_and_after_the_inline_list_fills() {
+        let mut seen = SeenOffsets::default();
+        for offset in 0..3 * SeenOffsets::INLINE as i64 {
+            assert!(seen.insert(offset * 100), "{offset} refused the first time");
+        }
+        for offset in (0..3 * SeenOffsets::INLINE as i64).rev() {
+            assert!(!seen.insert(offset * 100), "{offset} accepted twice");
+        }
+        assert!(seen.insert(1));
+    }
 }

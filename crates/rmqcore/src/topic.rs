@@ -41,6 +41,18 @@ pub fn validate_v1_topic(topic: &str) -> Result<()> {
     Ok(())
 }
 
+/// The bytes a topic or group name may use: ASCII letters, digits and `%|_-`.
+const NAME_BYTES: [bool; 256] = {
+    let mut allowed = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let c = byte as u8;
+        allowed[byte] = c.is_ascii_alphanumeric() || matches!(c, b'%' | b'|' | b'_' | b'-');
+        byte += 1;
+    }
+    allowed
+};
+
 fn validate_name(name: &str, what: &'static str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid(what, format!("the {what} name is empty")));
@@ -54,10 +66,13 @@ fn validate_name(name: &str, what: &'static str) -> Result<()> {
             ),
         ));
     }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '%' | '|' | '_' | '-')))
-    {
+    // A byte table rather than a walk of chars: every put and read checks its topic.
+    if let Some(at) = name.bytes().position(|byte| !NAME_BYTES[usize::from(byte)]) {
+        // Every byte before `at` is ASCII, so a char starts there.
+        let bad = name[at..]
+            .chars()
+            .next()
+            .expect("a char starts at a refused byte");
         return Err(Error::invalid(
             what,
             format!(
@@ -111,6 +126,15 @@ mod tests {
         assert!(error.contains("group name"), "{error}");
         let error = validate_topic(&"t".repeat(256)).unwrap_err().to_string();
         assert!(error.contains("256 bytes, more than 255"), "{error}");
+    }
+
+    #[test]
+    fn errors_name_the_whole_refused_character() {
+        // The byte table finds the first byte of a multi-byte char; the error shows the char.
+        let error = validate_topic("abcé").unwrap_err().to_string();
+        assert!(error.contains("contains 'é'"), "{error}");
+        let error = validate_topic("a.b").unwrap_err().to_string();
+        assert!(error.contains("contains '.'"), "{error}");
     }
 
     #[test]

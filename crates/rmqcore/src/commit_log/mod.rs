@@ -221,6 +221,25 @@ impl CommitLog {
         }
     }
 
+    /// The record at `offset`, validated (CRC included when `check_crc`), handed to
+    /// `visit` as the view the validation decoded: a reader that needs the record only
+    /// while it looks at it pays one decode, not a second one through `RecordRef::view`.
+    pub fn visit<R>(
+        &self,
+        offset: u64,
+        check_crc: bool,
+        visit: impl FnOnce(&RecordView<'_>) -> R,
+    ) -> Result<R> {
+        let end = self.write_offset();
+        if offset >= self.min_offset() && offset < end {
+            if let Some(segment) = self.segments.find(offset) {
+                return Ok(visit(&Self::decode_in(&segment, offset, end, check_crc)?));
+            }
+        }
+        // Out of range or held by the tier: `read` says which, or fetches it.
+        Ok(visit(&self.read(offset, check_crc)?.view()))
+    }
+
     /// The record at `offset`, validated (CRC included when `check_crc`).
     pub fn read(&self, offset: u64, check_crc: bool) -> Result<RecordRef> {
         let end = self.write_offset();

@@ -42,5 +42,15 @@ pub fn index_keys(view: &RecordView<'_>) -> Vec<String> {
 /// Whether a query for `topic`/`key` should return this record: the exact test that
 /// filters out hash collisions and other topics' keys.
 pub fn record_matches_key(view: &RecordView<'_>, topic: &str, key: &str) -> bool {
-    view.topic == topic.as_bytes() && index_keys(view).iter().any(|indexed| indexed == key)
+    if view.topic != topic.as_bytes() {
+        return false;
+    }
+    // Without collecting the keys into strings: this runs once per lookup answer.
+    let mut found = false;
+    visit_index_keys(view, |indexed| {
+        found |= indexed == key;
+        Ok(())
+    })
+    .expect("matching keys cannot fail");
+    found
 }

@@ -9,6 +9,7 @@ use crate::record::message::{MessageDraft, PutResult};
 use crate::record::RecordInput;
 use crate::topic::{validate_topic, validate_v1_topic};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{validate_queue_id, Store, StoreInner};
@@ -98,7 +99,8 @@ impl Store {
             // dispatcher recovery and rebuild use, so the derived files always agree with
             // the log. A put's records continue one queue, so they form one run.
             let mut dispatcher = Dispatcher::new(self.inner.queues.as_ref(), &self.inner.index)
-                .with_warmer(self.inner.commit_log.warmer());
+                .with_warmer(self.inner.commit_log.warmer())
+                .with_queue(queue_id, Arc::clone(&queue));
             let dispatched = appended
                 .records
                 .iter()
