@@ -344,6 +344,20 @@ mod tests {
     }
 
     #[test]
+    fn answers_do_not_tell_their_exact_size() {
+        // hyper writes a content-length for a body of exact size; gRPC answers carry none.
+        use http_body::Body as _;
+        assert_eq!(ok(b"hello").body().size_hint().exact(), None);
+        assert_eq!(
+            ok_stream([Bytes::from_static(b"a")])
+                .body()
+                .size_hint()
+                .exact(),
+            None
+        );
+    }
+
+    #[test]
     fn timeouts_are_read_in_every_unit() {
         let mut headers = HeaderMap::new();
         for (text, expected) in [
