@@ -68,7 +68,9 @@ impl PyLeaseBook {
                 max_attempts,
                 now_ms: now_ms(),
             };
-            let (found, exhausted) = claim(&self.book, &self.store, &ask)?;
+            // Messages lost with a tier object are passed over (and logged) in `claim`.
+            let claimed = claim(&self.book, &self.store, &ask)?;
+            let (found, exhausted) = (claimed.deliveries, claimed.exhausted);
             let encoded: Vec<Vec<u8>> = found
                 .into_iter()
                 .map(|delivery| prost::Message::encode_to_vec(&delivered(delivery, invisible_ms)))

@@ -148,11 +148,7 @@ pub fn ok_message(message: &impl prost::Message) -> Response<Body> {
 fn ok_framed(framed: Bytes) -> Response<Body> {
     let mut trailers = HeaderMap::with_capacity(1);
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
-    let body = Full::new(framed)
-        .with_trailers(async move { Some(Ok(trailers)) })
-        .map_err(|never| match never {})
-        .boxed_unsync();
-    grpc_response(body)
+    grpc_response(Answer::new(framed, trailers).boxed_unsync())
 }
 
 /// A successful server-streaming answer carrying `messages` in order.
@@ -165,11 +161,52 @@ pub fn ok_stream(messages: impl IntoIterator<Item = Bytes>) -> Response<Body> {
     }
     let mut trailers = HeaderMap::new();
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
-    let body = Full::new(Bytes::from(out))
-        .with_trailers(async move { Some(Ok(trailers)) })
-        .map_err(|never| match never {})
-        .boxed_unsync();
-    grpc_response(body)
+    grpc_response(Answer::new(Bytes::from(out), trailers).boxed_unsync())
+}
+
+/// A successful answer's body: its framed messages, then the trailers. It does not tell
+/// its exact size, so that hyper writes no `content-length`: gRPC servers send none (the
+/// frames carry the lengths), and a client that gets one parses and checks it on every
+/// answer (grpc-java's Netty transport does, on the thread that reads all of a
+/// connection's answers).
+struct Answer {
+    data: Option<Bytes>,
+    trailers: Option<HeaderMap>,
+}
+
+impl Answer {
+    fn new(data: Bytes, trailers: HeaderMap) -> Answer {
+        Answer {
+            data: Some(data),
+            trailers: Some(trailers),
+        }
+    }
+}
+
+impl http_body::Body for Answer {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, hyper::Error>>> {
+        let frame = match self.data.take() {
+            Some(data) => Some(http_body::Frame::data(data)),
+            None => self.trailers.take().map(http_body::Frame::trailers),
+        };
+        std::task::Poll::Ready(frame.map(Ok))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none() && self.trailers.is_none()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        let mut hint = http_body::SizeHint::new();
+        hint.set_lower(self.data.as_ref().map_or(0, |data| data.len() as u64));
+        hint
+    }
 }
 
 /// A failed call: a trailers-only response with the status `code` and `message`.
@@ -304,6 +341,20 @@ mod tests {
             .unwrap()
             .to_bytes();
         assert_eq!(body, framed(&prost::Message::encode_to_vec(&message)));
+    }
+
+    #[test]
+    fn answers_do_not_tell_their_exact_size() {
+        // hyper writes a content-length for a body of exact size; gRPC answers carry none.
+        use http_body::Body as _;
+        assert_eq!(ok(b"hello").body().size_hint().exact(), None);
+        assert_eq!(
+            ok_stream([Bytes::from_static(b"a")])
+                .body()
+                .size_hint()
+                .exact(),
+            None
+        );
     }
 
     #[test]

@@ -30,6 +30,28 @@ pub struct Delivery {
     pub deadline_ms: i64,
 }
 
+/// Offsets `from..to` of a queue, lost with a tier object and passed over for the group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    pub queue_id: i32,
+    pub from: i64,
+    pub to: i64,
+}
+
+/// What a claim hands out, and what it passed over.
+#[derive(Default)]
+pub struct Claimed {
+    pub deliveries: Vec<Delivery>,
+    /// Due again but out of attempts: for the dead-letter topic.
+    pub exhausted: Vec<Exhausted>,
+    /// Ranges lost with a tier object: the group went on past them.
+    pub lost: Vec<Lost>,
+}
+
+/// At most this many lost objects are passed over in one claim (each pass moves forward,
+/// so the bound only keeps one claim short).
+const MOST_LOST_PER_CLAIM: usize = 64;
+
 /// A message due again that has been delivered `attempt` times, the most allowed: it stays
 /// leased until whoever claimed moves it to the dead-letter topic and settles it.
 pub struct Exhausted {
@@ -56,18 +78,17 @@ pub fn has_exhausted(book: &LeaseBook, claim: &Claim<'_>) -> bool {
     .unwrap_or(false)
 }
 
-/// Claim up to `claim.room` messages of the queue for the group.
-pub fn claim(
-    book: &LeaseBook,
-    store: &Store,
-    claim: &Claim<'_>,
-) -> rmqcore::Result<(Vec<Delivery>, Vec<Exhausted>)> {
+/// Claim up to `claim.room` messages of the queue for the group. Messages lost with a
+/// tier object (the engine's error names where the queue goes on) are passed over: the
+/// group's position moves past them, the count is logged, and `Claimed::lost` says so.
+pub fn claim(book: &LeaseBook, store: &Store, claim: &Claim<'_>) -> rmqcore::Result<Claimed> {
     let (topic, queue_id, now) = (claim.topic, claim.queue_id, claim.now_ms);
     let deadline_ms = now + claim.invisible_ms;
     let mut out = Vec::new();
     let mut exhausted = Vec::new();
+    let mut lost = Vec::new();
     if claim.room == 0 {
-        return Ok((out, exhausted));
+        return Ok(Claimed::default());
     }
     let min_offset = store.min_offset(topic, queue_id)?;
     let mut held = book.hold(store, claim.group, topic, queue_id)?;
@@ -97,9 +118,32 @@ pub fn claim(
         });
     }
     if !queue.blocked(now) && out.len() < claim.room {
-        let start = queue.next();
-        let query = PullQuery::new(topic, queue_id, start, claim.room - out.len());
-        let pulled = store.pull(query.with_filter(claim.filter))?;
+        let mut start = queue.next();
+        let pulled = loop {
+            let query = PullQuery::new(topic, queue_id, start, claim.room - out.len());
+            match store.pull(query.with_filter(claim.filter)) {
+                Ok(pulled) => break pulled,
+                Err(error) => match error.resume_offset() {
+                    Some(resume) if resume > start && lost.len() < MOST_LOST_PER_CLAIM => {
+                        eprintln!(
+                            "WARNING rmq RocketMQ consume: group {} skips {} messages of \
+                             {topic}/{queue_id} (offsets {start}..{resume}) lost with a tier \
+                             object: {error}",
+                            claim.group,
+                            resume - start,
+                        );
+                        queue.pass_lost(start, resume);
+                        lost.push(Lost {
+                            queue_id,
+                            from: start,
+                            to: resume,
+                        });
+                        start = resume;
+                    }
+                    _ => return Err(error),
+                },
+            }
+        };
         let mut taken = std::collections::HashSet::new();
         for message in pulled.messages {
             taken.insert(message.queue_offset);
@@ -117,10 +161,15 @@ pub fn claim(
             }
         }
     }
-    Ok((out, exhausted))
+    Ok(Claimed {
+        deliveries: out,
+        exhausted,
+        lost,
+    })
 }
 
-/// The message at `offset`, `None` when retention has removed it.
+/// The message at `offset`, `None` when retention has removed it or it was lost with a
+/// tier object (the engine then names where the queue goes on).
 pub fn message_at(
     store: &Store,
     topic: &str,
@@ -134,6 +183,7 @@ pub fn message_at(
             .next()
             .filter(|m| m.queue_offset == offset)),
         Err(rmqcore::Error::OffsetOutOfRange { .. }) => Ok(None),
+        Err(error) if error.resume_offset().is_some() => Ok(None),
         Err(error) => Err(error),
     }
 }
@@ -177,11 +227,14 @@ mod tests {
         let book = LeaseBook::open(dir.path()).unwrap();
         put(&store, b"a", vec![]);
         put(&store, b"b", vec![]);
-        let (first, _) = claim(&book, &store, &ask(0)).unwrap();
+        let first = claim(&book, &store, &ask(0)).unwrap().deliveries;
         assert_eq!(first.len(), 2);
-        assert!(claim(&book, &store, &ask(50)).unwrap().0.is_empty());
+        assert!(claim(&book, &store, &ask(50))
+            .unwrap()
+            .deliveries
+            .is_empty());
         book.with_existing("g", "t", 0, |q| assert!(q.ack(0, 1)));
-        let (again, _) = claim(&book, &store, &ask(100)).unwrap();
+        let again = claim(&book, &store, &ask(100)).unwrap().deliveries;
         let seen: Vec<_> = again
             .iter()
             .map(|d| (d.message.queue_offset, d.attempt))
@@ -189,10 +242,10 @@ mod tests {
         assert_eq!(seen, [(1, 2)]);
         assert!(!has_exhausted(&book, &ask(199)));
         assert!(has_exhausted(&book, &ask(200)));
-        let (none, exhausted) = claim(&book, &store, &ask(200)).unwrap();
-        assert!(none.is_empty());
-        assert_eq!(exhausted.len(), 1);
-        assert_eq!(exhausted[0].attempt, 2);
+        let claimed = claim(&book, &store, &ask(200)).unwrap();
+        assert!(claimed.deliveries.is_empty());
+        assert_eq!(claimed.exhausted.len(), 1);
+        assert_eq!(claimed.exhausted[0].attempt, 2);
     }
 
     #[test]
@@ -203,15 +256,18 @@ mod tests {
         let book = LeaseBook::open(dir.path()).unwrap();
         let grouped = vec![(MESSAGE_GROUP.to_owned(), "g1".to_owned())];
         put(&store, b"a", grouped.clone());
-        let (first, _) = claim(&book, &store, &ask(0)).unwrap();
+        let first = claim(&book, &store, &ask(0)).unwrap().deliveries;
         put(&store, b"b", grouped);
         assert_eq!(first.len(), 1);
         assert!(
-            claim(&book, &store, &ask(10)).unwrap().0.is_empty(),
+            claim(&book, &store, &ask(10))
+                .unwrap()
+                .deliveries
+                .is_empty(),
             "blocked"
         );
         book.with_existing("g", "t", 0, |q| assert!(q.ack(0, 1)));
-        let (next, _) = claim(&book, &store, &ask(20)).unwrap();
+        let next = claim(&book, &store, &ask(20)).unwrap().deliveries;
         assert_eq!(next[0].message.body, b"b");
     }
 }

@@ -164,6 +164,20 @@ impl QueueLeases {
         self.advance_low();
     }
 
+    /// Messages `from..to` were lost with a tier object: nothing there to deliver, and
+    /// the group's position moves past them, as RocketMQ's broker corrects a consumer
+    /// offset that no longer exists. Leases below `from` stay (their messages may be
+    /// readable), so this settles the range rather than skipping to `to`.
+    pub fn pass_lost(&mut self, from: i64, to: i64) {
+        if from <= self.low {
+            self.skip_to(to);
+            return;
+        }
+        for offset in from..to {
+            self.settle(offset);
+        }
+    }
+
     /// A new invisible deadline for the delivery `attempt` of `offset`.
     pub fn extend(&mut self, offset: i64, attempt: i32, deadline_ms: i64) -> bool {
         match self.lease_of(offset) {
@@ -323,5 +337,19 @@ mod tests {
         assert_eq!((queue.low, queue.next), (6, 7));
         queue.settle(6);
         assert_eq!(queue.low, 7);
+    }
+
+    #[test]
+    fn lost_messages_are_passed_over_and_leases_below_them_stay() {
+        let mut queue = QueueLeases::new(0);
+        queue.lease(0, 1, 100, false);
+        queue.pass_lost(1, 50);
+        assert_eq!((queue.low(), queue.next()), (0, 50));
+        assert!(queue.is_leased(0));
+        assert!(queue.ack(0, 1));
+        assert_eq!(queue.low(), 50);
+        // Nothing outstanding below: the position jumps in one step.
+        queue.pass_lost(50, 1_000_000);
+        assert_eq!((queue.low(), queue.next()), (1_000_000, 1_000_000));
     }
 }

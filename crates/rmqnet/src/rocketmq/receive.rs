@@ -23,7 +23,7 @@ use rmqproto::rocketmq_v2::{
     Code, FilterExpression, FilterType, ReceiveMessageRequest, ReceiveMessageResponse, Status,
 };
 
-use super::claim::{claim, has_exhausted, Claim, Delivery};
+use super::claim::{claim, has_exhausted, Claim, Delivery, Lost};
 use super::lease_book::LeaseBook;
 use super::outgoing::{delivered, millis, timestamp};
 use super::status::{ok, status_for};
@@ -97,14 +97,14 @@ impl Receiver {
             let version = self.shard.signals.version(&asked.topic, first);
             let (job, consumption) = (Arc::clone(&asked), Arc::clone(&self.consumption));
             let found = tokio::task::spawn_blocking(move || job.claim_all(&consumption)).await;
-            let found = match found {
+            let (found, lost) = match found {
                 Ok(Ok(found)) => found,
                 Ok(Err(error)) => return answer(vec![status_frame(status_for(&error))]),
                 Err(_) => return Outcome::Decline,
             };
             let remaining = deadline.saturating_duration_since(Instant::now());
-            if !found.is_empty() || remaining.is_zero() {
-                return answer(frames(&asked, found));
+            if !found.is_empty() || !lost.is_empty() || remaining.is_zero() {
+                return answer(frames(&asked, found, &lost));
             }
             let pause = remaining.min(RECHECK);
             self.shard
@@ -181,19 +181,22 @@ impl Asked {
 
     /// Claim from each queue in turn until the batch is full. A message that runs out of
     /// attempts meanwhile stays leased, due: the next receive is declined to the Python
-    /// path for it.
-    fn claim_all(&self, consumption: &Consumption) -> rmqcore::Result<Vec<Delivery>> {
+    /// path for it. Also the ranges passed over as lost with a tier object.
+    fn claim_all(&self, consumption: &Consumption) -> rmqcore::Result<(Vec<Delivery>, Vec<Lost>)> {
         let now = now_ms();
         let mut found = Vec::new();
+        let mut lost = Vec::new();
         for (queue_id, store, book) in &self.places {
             let room = self.batch - found.len();
             let ask = self.claim_of(*queue_id, room, now, consumption);
-            found.extend(claim(book, store, &ask)?.0);
+            let claimed = claim(book, store, &ask)?;
+            found.extend(claimed.deliveries);
+            lost.extend(claimed.lost);
             if found.len() >= self.batch {
                 break;
             }
         }
-        Ok(found)
+        Ok((found, lost))
     }
 }
 
@@ -224,16 +227,38 @@ fn status_frame(status: Status) -> Vec<u8> {
     .encode_to_vec()
 }
 
-fn frames(asked: &Asked, found: Vec<Delivery>) -> Vec<Vec<u8>> {
+/// The answer's status words say what was passed over as lost: the protocol has no
+/// field for it, and the clients log a status's message.
+fn lost_words(topic: &str, lost: &[Lost]) -> String {
+    let count: i64 = lost.iter().map(|l| l.to - l.from).sum();
+    let ranges: Vec<String> = lost
+        .iter()
+        .map(|l| format!("{topic}/{} offsets {}..{}", l.queue_id, l.from, l.to))
+        .collect();
+    format!(
+        "{count} messages lost with a tier object were skipped ({})",
+        ranges.join(", ")
+    )
+}
+
+fn frames(asked: &Asked, found: Vec<Delivery>, lost: &[Lost]) -> Vec<Vec<u8>> {
     if found.is_empty() {
         let none = Status {
             code: Code::MessageNotFound as i32,
-            message: "no new message".to_owned(),
+            message: if lost.is_empty() {
+                "no new message".to_owned()
+            } else {
+                format!("no new message; {}", lost_words(&asked.topic, lost))
+            },
         };
         return vec![status_frame(none)];
     }
     let mut frames = Vec::with_capacity(found.len() + 2);
-    frames.push(status_frame(ok()));
+    let mut status = ok();
+    if !lost.is_empty() {
+        status.message = format!("OK; {}", lost_words(&asked.topic, lost));
+    }
+    frames.push(status_frame(status));
     // When the messages left the broker: the clients measure delivery latency by it.
     let sent_at = ReceiveMessageResponse {
         content: Some(Content::DeliveryTimestamp(timestamp(now_ms()))),
