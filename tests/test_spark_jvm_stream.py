@@ -7,9 +7,12 @@ messages for bad options."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+import rmq
 from pyspark.sql import SparkSession
 from rmq.client import Client
 from rmq.cluster.local import LocalBroker
@@ -131,3 +134,55 @@ def test_both_streams_refuse_bad_options_with_the_same_messages(
                 if query is not None:
                     query.stop()
             assert re.search(message, error), (source, options, error)
+
+
+def send_small_batches(client: Client, topic: str, bodies: list[str]) -> None:
+    """Batches that fit the test's 64 KiB segments (a batch never spans two)."""
+    with client.producer(batch_max_messages=128) as producer:
+        futures = [producer.send(topic, body.encode()) for body in bodies]
+        for future in futures:
+            future.result(30)
+
+
+@pytest.mark.parametrize("source", ["rmq", "rmq_python"])
+def test_a_broker_stream_reports_data_loss_and_skips_it_when_told(
+    spark: SparkSession, tmp_path: Path, source: str
+) -> None:
+    """Retention deletes segments the query has not read yet: the next run fails with a
+    data-loss error naming failOnDataLoss, and with failOnDataLoss=false it goes on from
+    what is left, nothing read twice."""
+    data, out, checkpoint = tmp_path / "data", tmp_path / "out", tmp_path / "checkpoint"
+    small_segments = ["--store-option", f"commitlog_segment_size={64 * 1024}"]
+    topic = "lost"
+
+    def stream(**options: str) -> Any:
+        return (
+            spark.readStream.format(source)
+            .options(endpoint=broker.endpoint, topic=topic, **options)
+            .load()
+        )
+
+    with LocalBroker(data, shards=1, args=small_segments) as broker, Client(broker.endpoint) as c:
+        c.create_topic(topic, queues=2)
+        send_small_batches(c, topic, [f"a{i}" * 40 for i in range(1000)])
+        run_available_now(stream(), out, checkpoint)
+        send_small_batches(c, topic, [f"b{i}" * 40 for i in range(1000)])
+
+    # Retention runs while the broker is down: every segment but the last goes, among them
+    # the ones holding the b messages the query has not reached.
+    with rmq.Store(data / "shard-0", commitlog_segment_size=64 * 1024) as store:
+        assert store.run_retention(now_ms=int(time.time() * 1000) + 10**9).deleted
+        survivors = {
+            bytes(message.body).decode()
+            for queue in range(2)
+            for message in store.get(topic, queue, store.min_offset(topic, queue), 1000)
+        }
+    assert 0 < len(survivors) < 1000 and all(body.startswith("b") for body in survivors)
+
+    with LocalBroker(data, shards=1, args=small_segments) as broker:
+        with pytest.raises(Exception, match=r"data loss: .*failOnDataLoss=false"):
+            run_available_now(stream(), out, checkpoint)
+        run_available_now(stream(failOnDataLoss="false"), out, checkpoint)
+    bodies = [bytes(row.body).decode() for row in spark.read.parquet(str(out)).collect()]
+    assert len(bodies) == len(set(bodies))
+    assert set(bodies) == {f"a{i}" * 40 for i in range(1000)} | survivors
