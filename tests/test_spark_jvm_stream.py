@@ -136,14 +136,6 @@ def test_both_streams_refuse_bad_options_with_the_same_messages(
             assert re.search(message, error), (source, options, error)
 
 
-def send_small_batches(client: Client, topic: str, bodies: list[str]) -> None:
-    """Batches that fit the test's 64 KiB segments (a batch never spans two)."""
-    with client.producer(batch_max_messages=128) as producer:
-        futures = [producer.send(topic, body.encode()) for body in bodies]
-        for future in futures:
-            future.result(30)
-
-
 @pytest.mark.parametrize("source", ["rmq", "rmq_python"])
 def test_a_broker_stream_reports_data_loss_and_skips_it_when_told(
     spark: SparkSession, tmp_path: Path, source: str
@@ -164,9 +156,9 @@ def test_a_broker_stream_reports_data_loss_and_skips_it_when_told(
 
     with LocalBroker(data, shards=1, args=small_segments) as broker, Client(broker.endpoint) as c:
         c.create_topic(topic, queues=2)
-        send_small_batches(c, topic, [f"a{i}" * 40 for i in range(1000)])
+        send_all(c, topic, [f"a{i}" * 40 for i in range(1000)], batch_max_messages=128)
         run_available_now(stream(), out, checkpoint)
-        send_small_batches(c, topic, [f"b{i}" * 40 for i in range(1000)])
+        send_all(c, topic, [f"b{i}" * 40 for i in range(1000)], batch_max_messages=128)
 
     # Retention runs while the broker is down: every segment but the last goes, among them
     # the ones holding the b messages the query has not reached.

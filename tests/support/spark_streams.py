@@ -25,8 +25,12 @@ def query_name(prefix: str) -> str:
     return f"{prefix}_{next(_names)}"
 
 
-def send_all(client: Client, topic: str, bodies: list[str], **fields: Any) -> None:
-    with client.producer() as producer:
+def send_all(
+    client: Client, topic: str, bodies: list[str], *, batch_max_messages: int = 2048, **fields: Any
+) -> None:
+    """Send ``bodies`` (with ``fields`` each) and wait until all are stored; a smaller
+    ``batch_max_messages`` keeps batches inside a test's small commit-log segments."""
+    with client.producer(batch_max_messages=batch_max_messages) as producer:
         futures = [producer.send(topic, body.encode(), **fields) for body in bodies]
         for future in futures:
             future.result(30)
