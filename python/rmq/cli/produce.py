@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from tqdm import tqdm
 
 from rmq.client import Producer, SendBatchFuture, SendFuture
+from rmq.client.batch_limits import within_batch_limits
 from rmq.client.connect import add_connection_arguments, client_from_args
 from rmq.errors import RmqError
 
@@ -79,21 +80,6 @@ def _stdin_lines() -> Iterator[bytes]:
         yield line.rstrip(b"\n")
 
 
-def _batches(bodies: Iterator[bytes], max_messages: int, max_bytes: int) -> Iterator[list[bytes]]:
-    """Bodies in groups the producer's batch limits accept whole."""
-    overhead = Producer.MESSAGE_OVERHEAD
-    batch: list[bytes] = []
-    size = 0
-    for body in bodies:
-        if batch and (len(batch) >= max_messages or size + len(body) + overhead > max_bytes):
-            yield batch
-            batch, size = [], 0
-        batch.append(body)
-        size += len(body) + overhead
-    if batch:
-        yield batch
-
-
 class _Tally:
     """Results as they come back from the producer's threads: the progress bar and the
     failures, under one lock."""
@@ -138,7 +124,7 @@ def _send_generated(producer: Producer, args: argparse.Namespace, tally: _Tally)
     producer's core and one future per batch rather than per message."""
     count = sent_bytes = 0
     bodies = _generated(args.count, args.size)
-    for batch in _batches(bodies, args.batch_messages, args.batch_bytes):
+    for batch in within_batch_limits(bodies, len, args.batch_messages, args.batch_bytes):
         keys = [f"{args.key_prefix}{count + i}" for i in range(len(batch))] if args.keys else None
         future = producer.send_batch(
             args.topic, batch, tags=args.tags, keys=keys, sharding_key=args.sharding_key

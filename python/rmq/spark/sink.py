@@ -1,5 +1,6 @@
 """``df.write.format("rmq")`` and ``df.writeStream.format("rmq")``: rows sent to a broker
-through the batching producer (``rmq.client.Producer``), one producer per task.
+through the batching producer (``rmq.client.Producer``), one producer per task, in
+``send_batch`` calls of rows that share a topic and sharding key.
 
 A task returns only once the broker stored every row it sent, and fails if any send
 failed: the first error is raised (Spark shows it as the task's failure and retries or
@@ -29,8 +30,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from rmq._rmqcore import SendFuture
-from rmq.client import Client
+from rmq._rmqcore import Message, SendBatchFuture, SendFuture
+from rmq.client import Client, Producer
+from rmq.client.batch_limits import within_batch_limits
 from rmq.errors import BrokerError, InvalidArgumentError
 from rmq.spark.options import _int
 
@@ -60,6 +62,8 @@ _IGNORED = (
 )  # fmt: skip
 # Options Spark passes on to a sink along with the sink's own.
 _SPARKS_OWN = {"path", "checkpointlocation", "queryname"}
+#: Bytes of one request to the broker, as the producer's default.
+_BATCH_MAX_BYTES = 1024 * 1024
 _KNOWN_OPTIONS = ("endpoint", "topic", "token", "batch_max_messages", "linger_ms", "timeout")
 
 
@@ -163,7 +167,7 @@ def send_batches(options: WriteOptions, batches: Iterator[Any]) -> Written:
     failures: list[BaseException] = []
     lock = threading.Lock()
 
-    def done(future: SendFuture) -> None:
+    def done(future: SendFuture | SendBatchFuture) -> None:
         error = future.exception()
         if error is not None:
             with lock:
@@ -172,7 +176,9 @@ def send_batches(options: WriteOptions, batches: Iterator[Any]) -> Written:
     rows = 0
     with Client(options.endpoint, token=options.token) as client:
         producer = client.producer(
-            batch_max_messages=options.batch_max_messages, linger_ms=options.linger_ms
+            batch_max_messages=options.batch_max_messages,
+            batch_max_bytes=_BATCH_MAX_BYTES,
+            linger_ms=options.linger_ms,
         )
         try:
             for batch in batches:
@@ -197,32 +203,72 @@ def send_batches(options: WriteOptions, batches: Iterator[Any]) -> Written:
 def _send_rows(
     producer: Any, options: WriteOptions, columns: dict[str, list[Any]], count: int, done: Any
 ) -> int:
+    """Send one Arrow batch's rows as ``send_batch`` calls: rows grouped by topic and
+    sharding key (one queue per batch, so a key's rows stay in order), each group split
+    within the producer's batch limits. One call per batch, not per row, is what the
+    task's CPU goes on."""
     topics = columns.get("topic")
-    bodies = columns["body"]
+    bodies = [body.encode() if isinstance(body, str) else body for body in columns["body"]]
     tags = columns.get("tags")
     keys = columns.get("keys")
     properties = columns.get("properties")
     sharding = columns.get("sharding_key")
+    groups: dict[tuple[str, Any], list[int]] = {}
     for row in range(count):
         topic = options.topic or (topics[row] if topics is not None else None)
-        body = bodies[row]
-        if topic is None or body is None:
+        if topic is None or bodies[row] is None:
             raise InvalidArgumentError(
                 f"rmq sink: a row has a null {'topic' if topic is None else 'body'}",
                 argument="topic" if topic is None else "body",
             )
-        row_keys: Sequence[str] | str | None = keys[row] if keys is not None else None
-        row_properties = properties[row] if properties is not None else None
-        future = producer.send(
-            topic,
-            body.encode() if isinstance(body, str) else body,
-            tags=tags[row] if tags is not None else None,
-            keys=row_keys,
-            properties=dict(row_properties) if row_properties else None,
-            sharding_key=sharding[row] if sharding is not None else None,
-        )
-        future.add_done_callback(done)
+        sharding_key = sharding[row] if sharding is not None else None
+        groups.setdefault((topic, sharding_key), []).append(row)
+    for (topic, sharding_key), rows in groups.items():
+        for batch in within_batch_limits(
+            rows, lambda row: len(bodies[row]), options.batch_max_messages, _BATCH_MAX_BYTES
+        ):
+            if len(batch) == 1 and len(bodies[batch[0]]) + Producer.MESSAGE_OVERHEAD > (
+                _BATCH_MAX_BYTES
+            ):
+                # Too big for a batch: sent alone, as the broker's message limit decides.
+                row = batch[0]
+                future: Any = producer.send(
+                    topic,
+                    bodies[row],
+                    tags=tags[row] if tags is not None else None,
+                    keys=keys[row] if keys is not None else None,
+                    properties=dict(properties[row]) if properties and properties[row] else None,
+                    sharding_key=sharding_key,
+                )
+            elif properties is not None:
+                future = producer.send_batch(
+                    topic,
+                    [
+                        Message(
+                            bodies[row],
+                            tags=tags[row] if tags is not None else None,
+                            keys=_key_list(keys[row]) if keys is not None else None,
+                            properties=dict(properties[row]) if properties[row] else None,
+                        )
+                        for row in batch
+                    ],
+                    sharding_key=sharding_key,
+                )
+            else:
+                future = producer.send_batch(
+                    topic,
+                    [bodies[row] for row in batch],
+                    tags=[tags[row] for row in batch] if tags is not None else None,
+                    keys=[keys[row] for row in batch] if keys is not None else None,
+                    sharding_key=sharding_key,
+                )
+            future.add_done_callback(done)
     return count
+
+
+def _key_list(keys: Sequence[str] | str | None) -> Sequence[str] | None:
+    """A ``keys`` cell as ``rmq.Message`` takes it: a string column holds one key."""
+    return [keys] if isinstance(keys, str) else keys
 
 
 class RmqWriter(DataSourceArrowWriter):
