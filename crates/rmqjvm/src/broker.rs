@@ -13,12 +13,13 @@ use rmqnet::client::broker_reads::{BrokerReads, PulledRange};
 use rmqnet::client::pull_columns::RowFilter;
 
 use crate::errors::{guard, Failure};
+use crate::handles;
 use crate::layout;
 
 fn reads<'a>(handle: jlong) -> &'a BrokerReads {
     // SAFETY: `handle` came from `open` and Java never closes a cached connection while
     // readers use it (NativeBroker keeps them for the JVM's life).
-    unsafe { &*(handle as *const BrokerReads) }
+    unsafe { handles::borrow(handle) }
 }
 
 fn strings(env: &mut JNIEnv<'_>, array: &JObjectArray<'_>) -> Result<Vec<String>, Failure> {
@@ -57,7 +58,7 @@ pub extern "system" fn Java_rmq_spark_NativeBroker_open<'local>(
         let retry = Duration::from_millis(u64::try_from(retry_millis).unwrap_or(0));
         let reads = BrokerReads::new(&supervisor, token.as_deref(), retry)
             .map_err(|message| rmqcore::error::Error::invalid("endpoint", message))?;
-        Ok(Box::into_raw(Box::new(reads)) as jlong)
+        Ok(handles::lend(reads))
     })
 }
 
@@ -67,10 +68,8 @@ pub extern "system" fn Java_rmq_spark_NativeBroker_close<'local>(
     _class: JClass<'local>,
     handle: jlong,
 ) {
-    if handle != 0 {
-        // SAFETY: a live box from `open`, closed once by its owner.
-        drop(unsafe { Box::from_raw(handle as *mut BrokerReads) });
-    }
+    // SAFETY: a live box from `open`, closed once by its owner.
+    unsafe { handles::free::<BrokerReads>(handle) }
 }
 
 /// The topic's queues as `long[]`, five numbers per queue in queue id order: queue id,
@@ -184,7 +183,7 @@ pub extern "system" fn Java_rmq_spark_NativeBroker_pull<'local>(
         let pulled = Box::new(pulled);
         let slots = layout::describe_columns(&pulled.columns, pulled.next_offset);
         env.set_long_array_region(&out, 0, &slots)?;
-        Ok(Box::into_raw(pulled) as jlong)
+        Ok(handles::lend_box(pulled))
     })
 }
 
@@ -194,8 +193,6 @@ pub extern "system" fn Java_rmq_spark_NativeBroker_freeBatch<'local>(
     _class: JClass<'local>,
     batch_handle: jlong,
 ) {
-    if batch_handle != 0 {
-        // SAFETY: a live box from `pull`, freed once (the reader forgets it after).
-        drop(unsafe { Box::from_raw(batch_handle as *mut PulledRange) });
-    }
+    // SAFETY: a live box from `pull`, freed once (the reader forgets it after).
+    unsafe { handles::free::<PulledRange>(batch_handle) }
 }

@@ -8,6 +8,7 @@
 
 pub mod broker;
 pub mod errors;
+pub mod handles;
 pub mod layout;
 
 use std::collections::HashSet;
@@ -35,12 +36,12 @@ const MAX_BATCH_BYTES: usize = 4 << 20;
 fn decoder<'a>(handle: jlong) -> &'a SegmentDecoder {
     // SAFETY: `handle` came from `open` and Java has not closed it yet (NativeDecoder
     // guards both), so it points at a live boxed decoder.
-    unsafe { &*(handle as *const SegmentDecoder) }
+    unsafe { handles::borrow(handle) }
 }
 
 fn batch<'a>(handle: jlong) -> &'a DecodedBatch {
     // SAFETY: as for `decoder`: a live box from `decode`, not yet freed.
-    unsafe { &*(handle as *const DecodedBatch) }
+    unsafe { handles::borrow(handle) }
 }
 
 fn position(value: jlong, name: &'static str) -> Result<usize, Failure> {
@@ -60,7 +61,7 @@ pub extern "system" fn Java_rmq_spark_NativeDecoder_open<'local>(
         let start = u64::try_from(start_offset)
             .map_err(|_| Error::invalid("start_offset", format!("{start_offset} is negative")))?;
         let decoder = SegmentDecoder::open_at(Path::new(&path), start)?;
-        Ok(Box::into_raw(Box::new(decoder)) as jlong)
+        Ok(handles::lend(decoder))
     })
 }
 
@@ -70,10 +71,8 @@ pub extern "system" fn Java_rmq_spark_NativeDecoder_close<'local>(
     _class: JClass<'local>,
     handle: jlong,
 ) {
-    if handle != 0 {
-        // SAFETY: a live box from `open`, closed once (NativeDecoder zeroes its handle).
-        drop(unsafe { Box::from_raw(handle as *mut SegmentDecoder) });
-    }
+    // SAFETY: a live box from `open`, closed once (NativeDecoder zeroes its handle).
+    unsafe { handles::free::<SegmentDecoder>(handle) }
 }
 
 #[no_mangle]
@@ -159,7 +158,7 @@ pub extern "system" fn Java_rmq_spark_NativeDecoder_decode<'local>(
             &options,
         ));
         env.set_long_array_region(&out, 0, &layout::describe(&decoded))?;
-        Ok(Box::into_raw(decoded) as jlong)
+        Ok(handles::lend_box(decoded))
     })
 }
 
@@ -189,8 +188,6 @@ pub extern "system" fn Java_rmq_spark_NativeDecoder_freeBatch<'local>(
     _class: JClass<'local>,
     batch_handle: jlong,
 ) {
-    if batch_handle != 0 {
-        // SAFETY: a live box from `decode`, freed once (the reader forgets it after).
-        drop(unsafe { Box::from_raw(batch_handle as *mut DecodedBatch) });
-    }
+    // SAFETY: a live box from `decode`, freed once (the reader forgets it after).
+    unsafe { handles::free::<DecodedBatch>(batch_handle) }
 }
