@@ -299,7 +299,14 @@ impl RemoteLog {
 
     /// A reader going through `segment` block after block will want the rest of its
     /// chunk and the chunks after it.
+    ///
+    /// Not in a queue-grouped object: there the blocks after a queue's records are the
+    /// next queue's, and its reader's own next records are what its queue names
+    /// (`prefetch`), back to back.
     fn read_ahead(&self, segment: &TieredSegment, index: u64) {
+        if segment.segment_size.is_some() {
+            return;
+        }
         let blocks = segment.size.div_ceil(BLOCK_SIZE);
         let until = ((index / CHUNK_BLOCKS + 1 + READ_AHEAD_CHUNKS) * CHUNK_BLOCKS).min(blocks);
         let mut budget = self.fetch_ahead_limit();
