@@ -130,14 +130,10 @@ impl RemoteLog {
             return Ok(object);
         };
         let name = self.client.location().segment(segment.start_offset);
-        let layout = Layout::decode_footer(&object[segment_size as usize..], segment_size)
-            .map_err(|reason| {
-                Error::tier_object_changed(
-                    self.client.location().describe(&name),
-                    segment_size,
-                    reason,
-                )
-            })?;
+        let footer = object.get(segment_size as usize..).unwrap_or_default();
+        let layout = Layout::decode_footer(footer, segment_size).map_err(|reason| {
+            Error::tier_object_changed(self.client.location().describe(&name), segment_size, reason)
+        })?;
         Ok(Bytes::from(layout.log_order(&object)))
     }
 
