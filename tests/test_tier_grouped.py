@@ -222,6 +222,36 @@ def test_a_corrupt_or_truncated_footer_fails_reads_of_its_object(
     store.close()
 
 
+def test_an_object_uploaded_before_a_crash_kept_it_from_the_state_is_found_again(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """A crash between the upload and its record in the state: the grouped object made
+    again from the same segment is the same, so the bucket's copy is confirmed by size
+    and CRC32 and not sent twice, and it reads once evicted."""
+    path = tmp_path / "store"
+    store = open_tiered_store(path, aws_env, s3_bucket)
+    counts = write_in_turn(store, 3 * 64 * 1024, run=3)
+    uploaded = store.upload_to_tier()
+    recorded = tier_state(path)["segments"]
+    store.close()
+    for state in (path / "tier").glob("state.json*"):
+        state.unlink()
+    store = open_tiered_store(path, aws_env, s3_bucket, local_retention_bytes=0)
+    assert store.upload_to_tier() == uploaded
+    status = store.tier_status()
+    assert status is not None
+    assert status["upload"]["uploaded_bytes"] == 0
+    assert tier_state(path)["segments"] == recorded
+    store.run_retention()
+    store.close()
+    store = rmq.Store(str(path))
+    assert tier_state(path)["segments"]["0"]["local"] is False
+    for queue in range(QUEUES):
+        got = read_queue(store, queue, counts[queue])
+        assert [m.body for m in got] == [body(queue, i) for i in range(counts[queue])]
+    store.close()
+
+
 def test_an_object_uploaded_before_the_grouped_layout_still_reads(
     tmp_path: Path, aws_env: S3Server, s3_bucket: str
 ) -> None:
