@@ -1,4 +1,4 @@
-//! The queue-grouped segment object (format §7.1): a sealed segment's records reordered
+//! The queue-grouped segment object (format §7.1.1): a sealed segment's records reordered
 //! so that each queue's records lie back to back, and a footer mapping each run of one
 //! queue's records from its place in the segment to its place in the object.
 //!
