@@ -12,18 +12,14 @@ import re
 import time
 from pathlib import Path
 
-from rmq.client import Client
-from rmq.cluster.local import LocalBroker
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
 
 from bench.peers.s3 import S3Server
-from tests.support.tiered_store import SEGMENT, tiered_broker_args, wait_until_evicted
+from tests.support.tiered_store import broker_with_lost_segment
 
 TOPIC = "TieredV2"
 QUEUES = 2
 COUNT = 1200
-PREFIX = "b"
-LOST = f"{PREFIX}/shard-0/commitlog/{0:020d}"
 SKIPPED = re.compile(rf"group lost-v2 skips (\d+) messages of {TOPIC}/(\d+)")
 
 
@@ -34,18 +30,12 @@ def body(i: int) -> bytes:
 def test_a_simple_consumer_goes_on_past_messages_lost_from_the_tier(
     tmp_path: Path, s3_server: S3Server, s3_bucket: str
 ) -> None:
-    env = s3_server.subprocess_env()
-    data = tmp_path / "data"
-    args = tiered_broker_args(s3_server, s3_bucket, PREFIX)
-    with LocalBroker(data, shards=1, args=args, env=env) as broker, Client(broker.endpoint) as c:
-        c.create_topic(TOPIC, queues=QUEUES)
-        with c.producer(batch_max_bytes=16384) as producer:
-            futures = [producer.send(TOPIC, body(i), queue_id=i % QUEUES) for i in range(COUNT)]
-            producer.flush()
-        sent = [future.result() for future in futures]
-        wait_until_evicted(data / "shard-0")
-        s3_server.client().delete_object(Bucket=s3_bucket, Key=LOST)
-        kept = {body(i) for i, r in enumerate(sent) if r.commitlog_offset >= SEGMENT}
+    bodies = [body(i) for i in range(COUNT)]
+    with broker_with_lost_segment(
+        tmp_path / "data", s3_server, s3_bucket, TOPIC, QUEUES, bodies
+    ) as lost_segment:
+        broker = lost_segment.broker
+        kept = {bodies[i] for i in lost_segment.kept()}
         lost = COUNT - len(kept)
         assert lost > QUEUES * 10, "the lost segment must hold many messages of each queue"
 

@@ -14,24 +14,20 @@ from pathlib import Path
 
 import pytest
 import rmq
-from rmq.client import Client
-from rmq.cluster.local import LocalBroker
 from rmq.errors import BrokerDataLossError, TierObjectChangedError
 
 from bench.peers.s3 import S3Server
 from tests.support.cli import rmq_cli
 from tests.support.tiered_store import (
+    LOST_SEGMENT,
     SEGMENT,
+    broker_with_lost_segment,
     open_tiered_store,
-    tiered_broker_args,
-    wait_until_evicted,
 )
 
 TOPIC = "Tiered"
 QUEUES = 2
 COUNT = 1200
-PREFIX = "b"
-LOST = f"{PREFIX}/shard-0/commitlog/{0:020d}"
 
 
 def test_a_store_read_reports_where_the_queue_goes_on_past_a_lost_segment(
@@ -61,21 +57,12 @@ def test_a_store_read_reports_where_the_queue_goes_on_past_a_lost_segment(
 def test_a_consumer_skips_a_lost_segment_in_one_step_and_gets_everything_after_it(
     tmp_path: Path, s3_server: S3Server, s3_bucket: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    env = s3_server.subprocess_env()
-    data = tmp_path / "data"
-    args = tiered_broker_args(s3_server, s3_bucket, PREFIX)
-    with LocalBroker(data, shards=1, args=args, env=env) as broker, Client(broker.endpoint) as c:
-        c.create_topic(TOPIC, queues=QUEUES)
-        with c.producer(batch_max_bytes=16384) as producer:
-            futures = [
-                producer.send(TOPIC, f"message {i} ".encode() * 8, queue_id=i % QUEUES)
-                for i in range(COUNT)
-            ]
-            producer.flush()
-        sent = [future.result() for future in futures]
-        wait_until_evicted(data / "shard-0")
-        s3_server.client().delete_object(Bucket=s3_bucket, Key=LOST)
-        kept = {(r.queue_id, r.queue_offset) for r in sent if r.commitlog_offset >= SEGMENT}
+    bodies = [f"message {i} ".encode() * 8 for i in range(COUNT)]
+    with broker_with_lost_segment(
+        tmp_path / "data", s3_server, s3_bucket, TOPIC, QUEUES, bodies
+    ) as lost_segment:
+        broker, c, sent = lost_segment.broker, lost_segment.client, lost_segment.sent
+        kept = {(sent[i].queue_id, sent[i].queue_offset) for i in lost_segment.kept()}
         lost = len(sent) - len(kept)
         assert lost > QUEUES * 10, "the lost segment must hold many records of each queue"
 
@@ -84,7 +71,7 @@ def test_a_consumer_skips_a_lost_segment_in_one_step_and_gets_everything_after_i
         with pytest.raises(BrokerDataLossError) as raised:
             for _ in range(20):
                 strict.poll(1.0)
-        assert LOST in str(raised.value) and "gone from the bucket" in str(raised.value)
+        assert LOST_SEGMENT in str(raised.value) and "gone from the bucket" in str(raised.value)
         queue_id = raised.value.queue_id
         first_kept = min(offset for q, offset in kept if q == queue_id)
         assert raised.value.queue_offset == 0
@@ -107,7 +94,7 @@ def test_a_consumer_skips_a_lost_segment_in_one_step_and_gets_everything_after_i
         # rmq consume goes on past it the same way and says how many it skipped.
         result = rmq_cli(
             "consume", TOPIC, "--group", "cli", "--count", str(len(kept)),
-            "--endpoint", broker.endpoint, env=env,
+            "--endpoint", broker.endpoint, env=lost_segment.env,
         )  # fmt: skip
     assert result.stdout.count(b"\n") == len(kept)
     stderr = result.stderr.decode()

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import rmq
+from rmq._rmqcore import SendResult
+from rmq.client import Client
+from rmq.cluster.local import LocalBroker
 
 from bench.peers.s3 import S3Server
 
@@ -84,3 +90,50 @@ def tiered_broker_args(server: S3Server, bucket: str, prefix: str) -> list[str]:
     return ["--store-option", f"commitlog_segment_size={SEGMENT}",
             "--tier-url", f"s3://{bucket}/{prefix}", "--tier-endpoint", server.endpoint,
             "--local-retention-bytes", "0"]  # fmt: skip
+
+
+# The prefix of the broker whose first segment is lost, and that segment's object.
+LOST_PREFIX = "b"
+LOST_SEGMENT = f"{LOST_PREFIX}/shard-0/commitlog/{0:020d}"
+
+
+@dataclass
+class BrokerWithLostSegment:
+    """A running tiered broker whose first commit-log segment was sent, uploaded, evicted
+    and then deleted from the bucket: ``sent`` says what each message became."""
+
+    broker: LocalBroker
+    client: Client
+    sent: list[SendResult]
+    env: dict[str, str]
+
+    def kept(self) -> list[int]:
+        """The indexes (in ``sent``) of the messages past the lost segment."""
+        return [i for i, r in enumerate(self.sent) if r.commitlog_offset >= SEGMENT]
+
+
+@contextmanager
+def broker_with_lost_segment(
+    data: Path,
+    server: S3Server,
+    bucket: str,
+    topic: str,
+    queues: int,
+    bodies: list[bytes],
+) -> Iterator[BrokerWithLostSegment]:
+    """``rmq serve`` on ``data`` tiered to ``s3://BUCKET/LOST_PREFIX`` (one shard, small
+    segments, no local retention), ``bodies`` sent to ``topic``'s ``queues`` queues in
+    turn, its first segment evicted and then deleted from the bucket (``LOST_SEGMENT``)."""
+    env = server.subprocess_env()
+    args = tiered_broker_args(server, bucket, LOST_PREFIX)
+    with LocalBroker(data, shards=1, args=args, env=env) as broker, Client(broker.endpoint) as c:
+        c.create_topic(topic, queues=queues)
+        with c.producer(batch_max_bytes=16384) as producer:
+            futures = [
+                producer.send(topic, body, queue_id=i % queues) for i, body in enumerate(bodies)
+            ]
+            producer.flush()
+        sent = [future.result() for future in futures]
+        wait_until_evicted(data / "shard-0")
+        server.client().delete_object(Bucket=bucket, Key=LOST_SEGMENT)
+        yield BrokerWithLostSegment(broker, c, sent, env)

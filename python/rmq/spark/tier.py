@@ -8,8 +8,11 @@ segments. The ``shard`` column is the prefix's last part (the bucket's name for 
 root): ``shard-N`` for a broker's shards, as their store directories are named.
 
 Listing happens here, on the driver; each segment is fetched by the executor that reads
-it (``rmq.spark.arrow.TierSegmentPart``). With ``path`` too, a store's segments are
-read once: its local files where present, the bucket for the rest.
+it (``rmq.spark.arrow.TierSegmentPart``), whole: a segment's object holds its records
+grouped by queue with a footer (docs/format.md §7.1.1), and the native reader puts them
+back in log order before decoding, so a part's rows come in commit-log order as from a
+local file. With ``path`` too, a store's segments are read once: its local files where
+present, the bucket for the rest.
 """
 
 from __future__ import annotations

@@ -55,7 +55,13 @@ impl Store {
         let local = self.inner.commit_log.segments().segments();
         let mut segments: Vec<(u64, u64, SegmentTier)> = state
             .remote_only()
-            .map(|segment| (segment.start_offset, segment.size, SegmentTier::Evicted))
+            .map(|segment| {
+                (
+                    segment.start_offset,
+                    segment.log_size(),
+                    SegmentTier::Evicted,
+                )
+            })
             .collect();
         for (index, segment) in local.iter().enumerate() {
             let start = segment.start_offset();

@@ -6,6 +6,8 @@
 //! CRC32 confirmed by the bucket, recorded in `tier/state.json`) -> evicted (local file
 //! deleted; only after the upload is recorded) -> expired (deleted from the bucket by
 //! tier retention). `uploader.rs` moves segments along; `remote_log.rs` reads them.
+//! A segment's object holds its records grouped by queue, with a footer mapping
+//! commit-log positions into it (`grouped_object.rs`, footers kept in `layouts.rs`).
 //! Compacted index files and the file form's sealed consume-queue files follow the
 //! segments they point into (`remote_index.rs`, `remote_queue.rs`, both keeping what they
 //! fetch whole in `slot_tables.rs`). Reads go through the block cache (`block_cache.rs`, its blocks slices of
@@ -18,7 +20,10 @@ mod block_cache;
 mod block_key_hash;
 mod block_runs;
 mod cached_block;
+pub mod grouped_object;
+mod layouts;
 pub mod location;
+mod mapped_reads;
 pub mod object_client;
 mod object_errors;
 mod ranged_reads;

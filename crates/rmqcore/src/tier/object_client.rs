@@ -136,11 +136,13 @@ impl ObjectClient {
             .map_err(|error| tier_error(self.location.url(), &error))
     }
 
-    /// Upload `bytes` as `object` in parts, `parts_in_flight` at a time.
+    /// Upload `pieces`, one after another, as `object` in parts, `parts_in_flight` at a
+    /// time (pieces, so that a queue-grouped segment is uploaded from the segment's own
+    /// bytes without first being copied whole into its new order).
     pub fn upload(
         &self,
         object: &ObjectPath,
-        bytes: &[u8],
+        pieces: &[&[u8]],
         crc32: u32,
         parts_in_flight: usize,
     ) -> Result<()> {
@@ -155,17 +157,18 @@ impl ObjectClient {
         };
         self.runtime
             .block_on(async {
-                if bytes.len() <= PART_SIZE {
+                let size: usize = pieces.iter().map(|piece| piece.len()).sum();
+                if size <= PART_SIZE {
                     let put = object_store::PutOptions {
                         attributes: options.attributes,
                         ..object_store::PutOptions::default()
                     };
-                    let payload = PutPayload::from(Bytes::copy_from_slice(bytes));
+                    let payload = PutPayload::from(Bytes::from(pieces.concat()));
                     return self.store.put_opts(object, payload, put).await.map(drop);
                 }
                 let upload = self.store.put_multipart_opts(object, options).await?;
                 let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-                for part in bytes.chunks(PART_SIZE) {
+                for part in pieces.iter().flat_map(|piece| piece.chunks(PART_SIZE)) {
                     writer.wait_for_capacity(parts_in_flight.max(1)).await?;
                     writer.write(part);
                 }

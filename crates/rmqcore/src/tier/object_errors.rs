@@ -14,7 +14,7 @@ pub(super) fn tier_error(object: String, error: &object_store::Error) -> Error {
     }
 }
 
-fn could_not_reach(error: &object_store::Error) -> bool {
+pub(super) fn could_not_reach(error: &object_store::Error) -> bool {
     let mut link: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(current) = link {
         if let Some(http) = current.downcast_ref::<reqwest::Error>() {

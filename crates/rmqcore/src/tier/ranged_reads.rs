@@ -1,4 +1,5 @@
-//! Ranged reads of evicted segments through the block cache: a read fetches the missing
+//! Ranged reads of evicted segments' objects through the block cache (positions here
+//! are the object's; `mapped_reads.rs` maps commit-log positions to them): a read fetches the missing
 //! blocks it covers in one GET per run of consecutive blocks; a consumer's next records,
 //! named by its queue (`prefetch`), are fetched in the background while it decodes the
 //! current ones; a reader going through a segment block after block gets whole chunks
@@ -298,7 +299,14 @@ impl RemoteLog {
 
     /// A reader going through `segment` block after block will want the rest of its
     /// chunk and the chunks after it.
+    ///
+    /// Not in a queue-grouped object: there the blocks after a queue's records are the
+    /// next queue's, and its reader's own next records are what its queue names
+    /// (`prefetch`), back to back.
     fn read_ahead(&self, segment: &TieredSegment, index: u64) {
+        if segment.segment_size.is_some() {
+            return;
+        }
         let blocks = segment.size.div_ceil(BLOCK_SIZE);
         let until = ((index / CHUNK_BLOCKS + 1 + READ_AHEAD_CHUNKS) * CHUNK_BLOCKS).min(blocks);
         let mut budget = self.fetch_ahead_limit();
@@ -307,27 +315,26 @@ impl RemoteLog {
     }
 
     /// Records that a reader will read soon, as (commit-log offset, size): their blocks
-    /// are fetched in the background, so that the fetch overlaps the reader's work and
-    /// records far apart (a queue's records among many other queues') cost only the
-    /// blocks covering them; gaps of up to `FILL_GAP_BLOCKS` are fetched with them.
-    /// All the blocks one call names count against one budget, half the cache (see
+    /// (in their objects, `mapped_reads.rs`) are fetched in the background, so that the
+    /// fetch overlaps the reader's work and records far apart (a queue's records among
+    /// many other queues' in an object not grouped by queue) cost only the blocks
+    /// covering them; gaps of up to `FILL_GAP_BLOCKS` are fetched with them. All the
+    /// blocks one call names count against one budget, half the cache (see
     /// `BlockCache::fetch_ahead_limit`); records past it are fetched when read.
     pub fn prefetch(&self, records: &[(u64, u32)]) {
         let mut budget = self.fetch_ahead_limit();
         let mut segment: Option<TieredSegment> = None;
         let mut wanted: Vec<u64> = Vec::new();
-        for &(offset, size) in records {
-            let inside = segment
-                .is_some_and(|s| offset >= s.start_offset && offset < s.start_offset + s.size);
-            if !inside {
+        for (current, position, size) in self.map_records(records) {
+            if segment.is_some_and(|s| s.start_offset != current.start_offset) {
                 if let Some(previous) = segment.take() {
+                    wanted.sort_unstable();
+                    wanted.dedup();
                     self.fetch_in_background(&previous, named(&wanted), &mut budget);
                     wanted.clear();
                 }
-                segment = self.segment_holding(offset);
             }
-            let Some(current) = segment else { continue };
-            let position = offset - current.start_offset;
+            segment = Some(current);
             let end = (position + u64::from(size.max(1))).min(current.size);
             for index in position / BLOCK_SIZE..=(end.max(position + 1) - 1) / BLOCK_SIZE {
                 if wanted.last() != Some(&index) {
@@ -336,6 +343,8 @@ impl RemoteLog {
             }
         }
         if let Some(last) = segment {
+            wanted.sort_unstable();
+            wanted.dedup();
             self.fetch_in_background(&last, named(&wanted), &mut budget);
         }
     }

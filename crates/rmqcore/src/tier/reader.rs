@@ -1,11 +1,14 @@
 //! Reading a tier without its store: what Spark's executors do with a tiered store's
 //! sealed segments. Segments are listed from the bucket and fetched whole, each checked
-//! against the CRC32 recorded with it at upload, then decoded like a local file.
+//! against the CRC32 recorded with it at upload, put back in log order when the object is
+//! queue-grouped (its footer found and checked: `grouped_object.rs`), then decoded like a
+//! local file, in the log's order.
 
 use std::path::PathBuf;
 
 use bytes::Bytes;
 
+use super::grouped_object::Layout;
 use super::location::TierLocation;
 use super::object_client::{ObjectClient, TierEndpoint};
 use crate::error::{Error, Result};
@@ -26,7 +29,7 @@ impl TierReader {
         Ok(TierReader { client })
     }
 
-    /// The segments in the bucket, oldest first: (start offset, size).
+    /// The segments in the bucket, oldest first: (start offset, the object's size).
     pub fn segments(&self) -> Result<Vec<(u64, u64)>> {
         let prefix = self.client.location().segments_prefix();
         let mut segments: Vec<(u64, u64)> = self
@@ -42,7 +45,7 @@ impl TierReader {
         Ok(segments)
     }
 
-    /// The segment starting at `start_offset`, fetched whole and checked.
+    /// The segment starting at `start_offset`, fetched whole, checked, in log order.
     pub fn segment(&self, start_offset: u64) -> Result<Bytes> {
         let location = self.client.location();
         let object = location.segment(start_offset);
@@ -66,7 +69,15 @@ impl TierReader {
                 ),
             ));
         }
-        Ok(bytes)
+        match Layout::of_object(&bytes) {
+            Ok(layout)
+                if layout.runs().len() == 1 && layout.segment_size() == bytes.len() as u64 =>
+            {
+                Ok(bytes)
+            }
+            Ok(layout) => Ok(Bytes::from(layout.log_order(&bytes))),
+            Err(reason) => Err(Error::tier_object_changed(name, 0, reason)),
+        }
     }
 
     /// A decoder over the segment starting at `start_offset`.

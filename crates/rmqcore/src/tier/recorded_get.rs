@@ -47,7 +47,20 @@ pub(super) async fn get_checked(
                 "it is gone from the bucket (deleted behind the store's back)".into(),
             ))
         }
-        Err(error) => return Err(error),
+        // A range past the end of an object truncated behind the store's back (a
+        // grouped object's footer is its last bytes) is refused outright: the object's
+        // size tells whether it is still the one recorded. (A server out of reach is
+        // not asked again.)
+        Err(error) if super::object_errors::could_not_reach(&error) => return Err(error),
+        Err(error) => {
+            return match store.head(object).await {
+                Ok(meta) if meta.size != size => Ok(Err(format!(
+                    "it was uploaded as {size} bytes; the bucket now has {} bytes",
+                    meta.size
+                ))),
+                _ => Err(error),
+            }
+        }
     };
     let found_size = result.meta.size;
     let found_crc = recorded_crc(&result.attributes);

@@ -1,6 +1,7 @@
 //! The tier's view of evicted segments: the state (what is uploaded, what is only in the
-//! bucket), the read counters, and whole-object reads for scans. Ranged reads through
-//! the block cache are in `ranged_reads.rs`.
+//! bucket), the read counters, and whole-object reads for scans. Reads by commit-log
+//! position go through each object's layout (`mapped_reads.rs`) to ranged reads of the
+//! object through the block cache (`ranged_reads.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +37,11 @@ pub struct RemoteLog {
     /// The object name records read last were read from: a reader going through a
     /// segment names it once, not once per record.
     last_object_name: Mutex<Option<(u64, Arc<Path>)>>,
+    /// Footers of queue-grouped objects (`mapped_reads.rs`), an eighth of the read
+    /// cache's bytes, and the one read last (a reader going through a segment looks it
+    /// up once, not once per record).
+    pub(super) layouts: Mutex<super::layouts::Layouts>,
+    pub(super) last_layout: Mutex<Option<(u64, Arc<super::grouped_object::Layout>)>>,
 }
 
 /// What reads of evicted segments cost: requests to the bucket and what they fetched.
@@ -121,6 +127,8 @@ impl RemoteLog {
             state_version: AtomicU64::new(0),
             queue_read_failure: Mutex::new(None),
             last_object_name: Mutex::new(None),
+            layouts: Mutex::new(super::layouts::Layouts::new(cache_bytes / 8)),
+            last_layout: Mutex::new(None),
         }
     }
 
@@ -154,6 +162,7 @@ impl RemoteLog {
             .lock()
             .expect("block cache lock")
             .forget_segment(start_offset);
+        self.forget_layout(start_offset);
     }
 
     /// The first offset only the tier holds.
@@ -182,7 +191,7 @@ impl RemoteLog {
     }
 
     /// The whole object in one GET (not cached), checked against its recorded size and
-    /// CRC32: what scans of the whole log read.
+    /// CRC32 (`read_whole_log` puts a grouped object's records back in log order).
     pub fn read_whole_segment(&self, segment: &TieredSegment) -> Result<Bytes> {
         let object = self.client.location().segment(segment.start_offset);
         let bytes = self.counted_get(&object, 0..segment.size, (segment.size, segment.crc32))?;
@@ -207,7 +216,7 @@ impl crate::commit_log::RemoteSegments for RemoteLog {
 
     fn holding(&self, offset: u64) -> Option<(u64, u64)> {
         self.segment_holding(offset)
-            .map(|segment| (segment.start_offset, segment.size))
+            .map(|segment| (segment.start_offset, segment.log_size()))
     }
 
     fn object_name(&self, start_offset: u64) -> Arc<Path> {
@@ -226,17 +235,17 @@ impl crate::commit_log::RemoteSegments for RemoteLog {
 
     fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes> {
         let segment = self.listed(start_offset)?;
-        self.read_segment(&segment, position, length)
+        self.read_log(&segment, position, length)
     }
 
     fn read_in_block(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes> {
         let segment = self.listed(start_offset)?;
-        RemoteLog::read_in_block(self, &segment, position, length)
+        self.read_log_in_block(&segment, position, length)
     }
 
     fn read_whole(&self, start_offset: u64) -> Result<Bytes> {
         let segment = self.listed(start_offset)?;
-        self.read_whole_segment(&segment)
+        self.read_whole_log(&segment)
     }
 
     fn prefetch(&self, records: &[(u64, u32)]) {

@@ -16,8 +16,14 @@ use crate::index::compacted::CompactedHeader;
 #[serde(rename_all = "camelCase")]
 pub struct TieredSegment {
     pub start_offset: u64,
+    /// The object's size and CRC32, as uploaded and confirmed.
     pub size: u64,
     pub crc32: u32,
+    /// The segment's own size when its object is queue-grouped (its records reordered by
+    /// queue, then the footer: `grouped_object.rs`); absent for an object that is the
+    /// segment byte for byte (uploaded before the grouped layout), still read as such.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_size: Option<u64>,
     /// The local file's modification time at upload: retention ages the segment by it,
     /// as RocketMQ ages local segments by theirs.
     pub last_modified_ms: i64,
@@ -26,8 +32,13 @@ pub struct TieredSegment {
 }
 
 impl TieredSegment {
+    /// The segment's size in the log (the object's is `size`).
+    pub fn log_size(&self) -> u64 {
+        self.segment_size.unwrap_or(self.size)
+    }
+
     pub fn end_offset(&self) -> u64 {
-        self.start_offset + self.size
+        self.start_offset + self.log_size()
     }
 }
 

@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::grouped_object::Layout;
 use super::remote_log::RemoteLog;
 use super::state::{TierState, TieredIndexFile, TieredQueueFile, TieredSegment};
 use crate::clock::now_millis;
@@ -140,7 +141,7 @@ impl Uploader {
             }
             let object = self.remote.client().location().queue_file(&key);
             let bytes = file.segment.bytes(0, file.segment.size());
-            let uploaded = self.upload_confirmed(&object, bytes, None);
+            let uploaded = self.upload_confirmed(&object, &[bytes], None);
             self.record(uploaded, |state, crc32| {
                 let tiered = TieredQueueFile {
                     topic: file.topic.clone(),
@@ -161,7 +162,7 @@ impl Uploader {
     fn upload_index_file(&self, name: &str, file: &CompactedIndexFile) -> Result<TieredIndexFile> {
         let object = self.remote.client().location().index_file(name);
         let bytes = file.bytes();
-        let crc32 = self.upload_confirmed(&object, bytes, None)?;
+        let crc32 = self.upload_confirmed(&object, &[bytes], None)?;
         Ok(TieredIndexFile {
             size: bytes.len() as u64,
             crc32,
@@ -175,6 +176,9 @@ impl Uploader {
         })
     }
 
+    /// A segment goes up queue-grouped (`grouped_object.rs`): its records reordered by
+    /// queue, then the footer. The grouping depends on the segment's bytes alone, so an
+    /// object uploaded just before a crash is found again with the same size and CRC32.
     fn upload_one(&self, segment: &Segment) -> Result<TieredSegment> {
         let object = self
             .remote
@@ -182,28 +186,38 @@ impl Uploader {
             .location()
             .segment(segment.start_offset());
         let bytes = segment.bytes(0, segment.size());
-        let crc32 = self.upload_confirmed(&object, bytes, Some(segment.start_offset()))?;
+        let layout = Layout::group(bytes);
+        let footer = layout.encode_footer();
+        let mut pieces = layout.object_order(bytes);
+        pieces.push(&footer);
+        let crc32 = self.upload_confirmed(&object, &pieces, Some(segment.start_offset()))?;
         Ok(TieredSegment {
             start_offset: segment.start_offset(),
-            size: bytes.len() as u64,
+            size: (bytes.len() + footer.len()) as u64,
             crc32,
+            segment_size: Some(bytes.len() as u64),
             last_modified_ms: crate::retention::last_modified_ms(segment),
             local: true,
         })
     }
 
-    /// Make `object` hold `bytes`: an object the bucket already reports with their size
-    /// and CRC32 is kept (uploaded before a crash); otherwise upload and check the same
-    /// way. Returns the CRC32. `segment` names the segment shown as in progress.
+    /// Make `object` hold `pieces`, one after another: an object the bucket already
+    /// reports with their size and CRC32 is kept (uploaded before a crash); otherwise
+    /// upload and check the same way. Returns the CRC32. `segment` names the segment
+    /// shown as in progress.
     fn upload_confirmed(
         &self,
         object: &object_store::path::Path,
-        bytes: &[u8],
+        pieces: &[&[u8]],
         segment: Option<u64>,
     ) -> Result<u32> {
         let client = self.remote.client();
-        let crc32 = crc32fast::hash(bytes);
-        let size = bytes.len() as u64;
+        let mut hasher = crc32fast::Hasher::new();
+        for piece in pieces {
+            hasher.update(piece);
+        }
+        let crc32 = hasher.finalize();
+        let size: u64 = pieces.iter().map(|piece| piece.len() as u64).sum();
         let confirmed = |info: Option<super::object_client::ObjectInfo>| {
             info.is_some_and(|info| info.size == size && info.crc32 == Some(crc32))
         };
@@ -213,7 +227,7 @@ impl Uploader {
         self.status.lock().expect("upload status lock").in_progress =
             segment.map(|start| (start, size));
         let started = Instant::now();
-        let uploaded = client.upload(object, bytes, crc32, self.parts_in_flight);
+        let uploaded = client.upload(object, pieces, crc32, self.parts_in_flight);
         self.status.lock().expect("upload status lock").in_progress = None;
         uploaded?;
         let info = client.head(object)?;
