@@ -201,6 +201,8 @@ def test_tier_retention_removes_expired_segments_from_the_bucket_and_the_store(
         store.get_at(0)
     listed = aws_env.client().list_objects_v2(Bucket=s3_bucket).get("Contents", [])
     assert listed == []
+    # The local copies of the expired objects' footers went with them.
+    assert list((path / "tier" / "footers").iterdir()) == []
     status = store.tier_status()
     assert status is not None
     assert [s["state"] for s in status["segments"]] == ["active"]

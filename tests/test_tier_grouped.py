@@ -8,6 +8,7 @@ an object written before the grouped layout (no footer) still reads."""
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import zlib
 from pathlib import Path
@@ -166,11 +167,20 @@ def test_every_lookup_of_an_evicted_segment_goes_through_its_footer(
     store.close()
     store = rmq.Store(str(path))
     assert tier_state(path)["segments"]["0"]["local"] is False
-    # A cold get_by_msg_id: the footer, then the record's block.
+    # A cold get_by_msg_id: the record's block, the footer read from its local copy
+    # (written at upload).
     probe = results[(2, 7)]
     assert probe.commitlog_offset < 64 * 1024
     assert store.get_by_msg_id(probe.msg_id).body == body(2, 7)
+    assert fetched(store)[1] == 1
+    store.close()
+    # Without the local copies (a store directory restored without them): the footer
+    # from the bucket, then the record's block; the copy is written again.
+    shutil.rmtree(path / "tier" / "footers")
+    store = rmq.Store(str(path))
+    assert store.get_by_msg_id(probe.msg_id).body == body(2, 7)
     assert fetched(store)[1] == 2
+    assert (path / "tier" / "footers").is_dir()
     assert store.get_at(probe.commitlog_offset).body == body(2, 7)
     for queue in range(QUEUES):
         got = store.query_by_key(TOPIC, f"k{queue}-3")
@@ -202,6 +212,14 @@ def test_a_corrupt_or_truncated_footer_fails_reads_of_its_object(
     damaged = bytearray(whole)
     damaged[segment_size + 8 + 7] ^= 0x10
     target.write_bytes(bytes(damaged))
+    # The local copy of the footer (written at upload) still maps the object's records
+    # right, and every record is CRC-checked as it is served.
+    store = rmq.Store(str(path))
+    assert store.get(TOPIC, 1, 0, 1)[0].body == first.body
+    store.close()
+    # The footer read from the bucket is checked: the copy is gone, as on a store
+    # directory restored without it.
+    shutil.rmtree(path / "tier" / "footers")
     store = rmq.Store(str(path))
     with pytest.raises(TierObjectChangedError, match="footer's CRC32"):
         store.get(TOPIC, 1, 0, 1)

@@ -4,8 +4,9 @@
 //! whole within one run, so a record read is one object range; a read spanning runs is
 //! pieced together in log order.
 //!
-//! A footer is fetched with the first read of its object, checked (CRC32, and that its
-//! runs cover the segment exactly), and kept within a budget (`layouts.rs`). A footer that
+//! A footer is read with the first read of its object, from its local copy
+//! (`local_footers.rs`, written at upload) or else from the bucket, checked (CRC32, and
+//! that its runs cover the segment exactly), and kept within a budget (`layouts.rs`). A footer that
 //! does not hold fails every read of the object as `TierObjectChanged`: its records are
 //! never served through a wrong map.
 
@@ -49,8 +50,8 @@ impl RemoteLog {
         Ok(layout)
     }
 
-    /// The footer of `segment`'s object (its bytes past the segment's), fetched and
-    /// checked.
+    /// The footer of `segment`'s object (its bytes past the segment's), from its local
+    /// copy or else fetched (and the copy rewritten), checked either way.
     fn load_layout(&self, segment: &TieredSegment, segment_size: u64) -> Result<Layout> {
         let object = self.client.location().segment(segment.start_offset);
         let changed = |reason: String| {
@@ -66,16 +67,25 @@ impl RemoteLog {
                 segment.size
             )));
         }
+        let start = segment.start_offset;
+        if let Some(kept) = self.footers.load(start) {
+            if let Ok(layout) = Layout::decode_footer(&kept, segment_size) {
+                return Ok(layout);
+            }
+        }
         let footer = self.counted_get(
             &object,
             segment_size..segment.size,
             (segment.size, segment.crc32),
         )?;
-        Layout::decode_footer(&footer, segment_size).map_err(changed)
+        let layout = Layout::decode_footer(&footer, segment_size).map_err(changed)?;
+        self.footers.save(start, &footer);
+        Ok(layout)
     }
 
     /// Forget what is kept of a segment's object (it left the tier).
     pub(super) fn forget_layout(&self, start_offset: u64) {
+        self.footers.remove(start_offset);
         self.layouts
             .lock()
             .expect("layouts lock")

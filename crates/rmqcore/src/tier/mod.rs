@@ -22,6 +22,7 @@ mod block_runs;
 mod cached_block;
 pub mod grouped_object;
 mod layouts;
+mod local_footers;
 pub mod location;
 mod mapped_reads;
 pub mod object_client;

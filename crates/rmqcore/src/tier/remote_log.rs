@@ -42,6 +42,9 @@ pub struct RemoteLog {
     /// up once, not once per record).
     pub(super) layouts: Mutex<super::layouts::Layouts>,
     pub(super) last_layout: Mutex<Option<(u64, Arc<super::grouped_object::Layout>)>>,
+    /// Copies of those footers on local disk, so an object's first read needs no GET
+    /// for its footer (`local_footers.rs`).
+    pub(super) footers: super::local_footers::LocalFooters,
 }
 
 /// What reads of evicted segments cost: requests to the bucket and what they fetched.
@@ -129,6 +132,7 @@ impl RemoteLog {
             last_object_name: Mutex::new(None),
             layouts: Mutex::new(super::layouts::Layouts::new(cache_bytes / 8)),
             last_layout: Mutex::new(None),
+            footers: super::local_footers::LocalFooters::new(root),
         }
     }
 

@@ -191,6 +191,7 @@ impl Uploader {
         let mut pieces = layout.object_order(bytes);
         pieces.push(&footer);
         let crc32 = self.upload_confirmed(&object, &pieces, Some(segment.start_offset()))?;
+        self.remote.footers.save(segment.start_offset(), &footer);
         Ok(TieredSegment {
             start_offset: segment.start_offset(),
             size: (bytes.len() + footer.len()) as u64,
