@@ -101,9 +101,12 @@ impl PyBodyBatch {
         self.bodies.places.len()
     }
 
-    /// Body `index` in the mapping (the caller checked `index < count`).
-    pub fn body_slice(&self, index: usize) -> &[u8] {
-        self.bodies.body(index)
+    /// A `BodyView` of body `index` (the caller checked `index < count`).
+    fn view_of<'py>(slf: &Bound<'py, Self>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+        let body = slf.get().bodies.body(index);
+        // SAFETY: the body lies in a segment the batch holds mapped (its owners never
+        // change: the batch is frozen), in a published record no writer touches again.
+        unsafe { new_view(slf.as_any(), body) }
     }
 
     /// Body `index` as `bytes` (the caller checked `index < count`).
@@ -167,14 +170,14 @@ impl PyBodyBatch {
     /// batch (and so its segments) alive.
     fn views<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let views = (0..slf.get().count())
-            .map(|index| new_view(slf, index))
+            .map(|index| Self::view_of(slf, index))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(PyList::new(slf.py(), views)?.try_iter()?.into_any())
     }
 
     /// Body `index` (negative counts from the end) as a zero-copy `BodyView`.
     fn view<'py>(slf: &Bound<'py, Self>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        new_view(slf, slf.get().checked_index(index)?)
+        Self::view_of(slf, slf.get().checked_index(index)?)
     }
 
     /// Every body, one after the other (copied once, when first asked for).

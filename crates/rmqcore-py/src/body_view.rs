@@ -18,8 +18,6 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-use crate::body_batch::PyBodyBatch;
-
 /// The object's layout: the header, the batch it keeps alive, and the body's bytes.
 #[repr(C)]
 struct BodyViewObject {
@@ -114,16 +112,20 @@ pub fn add_type(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("BodyView", kind.bind(py))
 }
 
-/// A view of body `index` of `batch` (the caller checked it is one).
-pub fn new_view<'py>(batch: &Bound<'py, PyBodyBatch>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+/// A view of `body`, which `batch` (the `BodyBatch` it comes from) keeps readable.
+///
+/// # Safety
+/// `body` must stay valid and unchanged as long as `batch` lives (a batch's bodies lie in
+/// the segments it holds mapped).
+pub unsafe fn new_view<'py>(batch: &Bound<'py, PyAny>, body: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let py = batch.py();
     let kind = BODY_VIEW_TYPE
         .get(py)
         .expect("BodyView is made when the module is imported");
-    let body = batch.get().body_slice(index);
     // SAFETY: memory for one `BodyViewObject`, initialised as an instance of the type
     // (which `PyObject_Init` counts a reference to) before any field is read; the batch
-    // reference is a new strong one, released by `dealloc`.
+    // reference is a new strong one, released by `dealloc`; the caller keeps `body` valid
+    // while the batch lives.
     unsafe {
         let object =
             ffi::PyObject_Malloc(std::mem::size_of::<BodyViewObject>()).cast::<ffi::PyObject>();
