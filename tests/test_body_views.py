@@ -16,7 +16,9 @@ import pytest
 import rmq
 from rmq.errors import CorruptRecordError, OffsetOutOfRangeError, StoreClosedError
 
+from bench.peers.s3 import S3Server
 from tests.support.damaged_records import body, damage_body
+from tests.support.tiered_store import open_tiered_store, upload_and_evict
 
 TOPIC = "Views"
 SEGMENT = 16 * 1024
@@ -91,6 +93,33 @@ def test_a_view_survives_retention_deleting_its_segment(tmp_path: Path) -> None:
         # Writing on (the active segment, then new ones) does not touch them either.
         fill(store, 100)
         assert [bytes(view) for view in views] == bodies[:40]
+
+
+def test_views_of_evicted_segments_hold_the_bytes_fetched_from_the_tier(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    # Records of evicted segments come from the tier's block cache: a view keeps the
+    # fetched bytes, not a mapping, and must read the same.
+    store = open_tiered_store(tmp_path / "store", aws_env, s3_bucket, local_retention_bytes=0)
+    bodies = fill(store, 600)
+    upload_and_evict(store)
+    status = store.tier_status()
+    assert status is not None
+    assert sum(s["state"] == "evicted" for s in status["segments"]) >= 3
+    got: list[bytes] = []
+    views = []
+    offset = 0
+    while offset < len(bodies):
+        batch = store.read_bodies(TOPIC, 0, offset, 128)
+        assert len(batch), f"the read stopped at {offset}"
+        views.extend(batch.views())
+        got.extend(batch)
+        offset = batch.next_offset
+    after = store.tier_status()
+    assert after is not None and after["reads"]["range_reads"] > 0  # served by the tier
+    store.close()
+    assert got == bodies
+    assert [bytes(view) for view in views] == bodies
 
 
 def test_a_damaged_record_is_refused_when_the_batch_is_built(tmp_path: Path) -> None:
