@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rmq import errors
 from rmq._rmqcore import (
     BodyBatch,
+    BodyView,
     DiskUsage,
     EncodedPull,
     Message,
@@ -40,6 +41,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BodyBatch",
+    "BodyView",
     "Client",
     "DiskUsage",
     "EncodedPull",

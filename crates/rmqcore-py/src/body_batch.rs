@@ -1,64 +1,76 @@
 //! `rmq._rmqcore.BodyBatch`: the bodies of one read from a queue (`Store.read_bodies`),
-//! copied into one buffer with their end positions beside them, in Apache Arrow's
-//! large-binary layout. A bulk reader asks for no `rmq.Message` and no Python object per
-//! field: it iterates the batch for each body as `bytes`, or wraps `offsets` and `data` as
-//! an Arrow array without a copy (measured: a `Message` per body cost more than reading
-//! the queue itself).
+//! left where they are in the mapped commit log. The batch holds the segments (usually one)
+//! the bodies lie in, which stay mapped while it lives even once retention or the tier
+//! deletes their files, and each body's place in them; every record's CRC was checked when
+//! the batch was built. A bulk reader asks for no `rmq.Message` and no Python object per
+//! field: iterating gives each body as `bytes` copied straight from the mapping (the one
+//! copy), `views()` gives zero-copy views (`BodyView`), and `offsets` / `data` give Apache
+//! Arrow's large-binary layout (copied into one buffer the first time they are asked for).
 //!
-//! Bodies are handed out as `bytes`, not as `memoryview` slices of `data`: under callgrind
+//! Bodies are handed out as `bytes` by default, not as `memoryview` slices: under callgrind
 //! a slice cost about 700 instructions (an index object each end, a slice object, a view
 //! registered with its buffer, a garbage-collected object), a copy into `bytes` about 200
 //! at 100 B and 1 KiB alike, and `bytes` is what every key-value store's cursor gives.
 
+use std::sync::OnceLock;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
+use rmqcore::commit_log::RecordOwner;
 use rmqcore::record::RecordView;
 
+use crate::body_view::new_view;
 use crate::column_buffer::PyColumnBuffer;
 
-/// Collects the bodies of a read as the store hands its records out (without the GIL).
-pub struct BodyColumns {
-    data: Vec<u8>,
-    offsets: Vec<i64>,
-    queue_offsets: Vec<i64>,
-    expected: usize,
+/// Where one body lies: in which owner, from where, how long.
+#[derive(Clone, Copy)]
+struct BodyPlace {
+    owner: u32,
+    position: usize,
+    length: usize,
 }
 
-impl BodyColumns {
+/// Collects the places of a read's bodies as the store hands its records out (without
+/// the GIL), keeping each record's owner once.
+pub struct BodyPlaces {
+    owners: Vec<RecordOwner>,
+    places: Vec<BodyPlace>,
+    queue_offsets: Vec<i64>,
+}
+
+impl BodyPlaces {
     pub fn with_capacity(messages: usize) -> Self {
         // Reserving for a huge `max_count` would be a waste; a read grows as it goes.
         let messages = messages.min(4096);
-        let mut offsets = Vec::with_capacity(messages + 1);
-        offsets.push(0);
-        BodyColumns {
-            data: Vec::new(),
-            offsets,
+        BodyPlaces {
+            owners: Vec::with_capacity(1),
+            places: Vec::with_capacity(messages),
             queue_offsets: Vec::with_capacity(messages),
-            expected: messages,
         }
     }
 
-    pub fn push(&mut self, view: &RecordView<'_>) {
-        if self.data.is_empty() {
-            // A queue's bodies are mostly alike in size: room for as many as the first,
-            // rather than growing (and copying) the buffer a dozen times.
-            self.data.reserve(view.body.len() * self.expected);
+    pub fn push(&mut self, view: &RecordView<'_>, owner: &RecordOwner) {
+        if !self.owners.last().is_some_and(|last| last.is_same(owner)) {
+            self.owners.push(owner.clone());
         }
-        self.data.extend_from_slice(view.body);
-        self.offsets.push(self.data.len() as i64);
+        self.places.push(BodyPlace {
+            owner: (self.owners.len() - 1) as u32,
+            position: owner.position_of(view.body),
+            length: view.body.len(),
+        });
         self.queue_offsets.push(view.queue_offset);
+    }
+
+    fn body(&self, index: usize) -> &[u8] {
+        let place = self.places[index];
+        self.owners[place.owner as usize].bytes(place.position, place.length)
     }
 }
 
 #[pyclass(name = "BodyBatch", module = "rmq._rmqcore", frozen)]
 pub struct PyBodyBatch {
-    /// Every body, one after the other.
-    #[pyo3(get)]
-    data: Py<PyColumnBuffer>,
-    /// i64 positions in `data`: body `i` is `data[offsets[i]:offsets[i + 1]]`.
-    #[pyo3(get)]
-    offsets: Py<PyColumnBuffer>,
+    bodies: BodyPlaces,
     /// i64 queue offset of each message (not consecutive when a tag filter skipped some).
     #[pyo3(get)]
     queue_offsets: Py<PyColumnBuffer>,
@@ -68,60 +80,123 @@ pub struct PyBodyBatch {
     min_offset: i64,
     #[pyo3(get)]
     max_offset: i64,
-    count: usize,
+    /// `data` and `offsets`, made the first time either is asked for.
+    arrow: OnceLock<(Py<PyColumnBuffer>, Py<PyColumnBuffer>)>,
 }
 
 impl PyBodyBatch {
-    pub fn new(py: Python<'_>, columns: BodyColumns, end: &rmqcore::Pulled) -> PyResult<Self> {
+    pub fn new(py: Python<'_>, mut bodies: BodyPlaces, end: &rmqcore::Pulled) -> PyResult<Self> {
+        let queue_offsets = std::mem::take(&mut bodies.queue_offsets);
         Ok(PyBodyBatch {
-            count: columns.queue_offsets.len(),
-            data: PyColumnBuffer::of_bytes(py, columns.data)?,
-            offsets: PyColumnBuffer::of_i64(py, columns.offsets)?,
-            queue_offsets: PyColumnBuffer::of_i64(py, columns.queue_offsets)?,
+            bodies,
+            queue_offsets: PyColumnBuffer::of_i64(py, queue_offsets)?,
             next_offset: end.next_offset,
             min_offset: end.min_offset,
             max_offset: end.max_offset,
+            arrow: OnceLock::new(),
         })
+    }
+
+    pub fn count(&self) -> usize {
+        self.bodies.places.len()
+    }
+
+    /// A `BodyView` of body `index` (the caller checked `index < count`).
+    fn view_of<'py>(slf: &Bound<'py, Self>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+        let body = slf.get().bodies.body(index);
+        // SAFETY: the body lies in a segment the batch holds mapped (its owners never
+        // change: the batch is frozen), in a published record no writer touches again.
+        unsafe { new_view(slf.as_any(), body) }
     }
 
     /// Body `index` as `bytes` (the caller checked `index < count`).
     fn body<'py>(&self, py: Python<'py>, index: usize) -> Bound<'py, PyBytes> {
-        let offsets = self.offsets.get().i64_values();
-        let (start, end) = (offsets[index] as usize, offsets[index + 1] as usize);
-        PyBytes::new(py, &self.data.get().bytes()[start..end])
-    }
-}
-
-#[pymethods]
-impl PyBodyBatch {
-    fn __len__(&self) -> usize {
-        self.count
+        PyBytes::new(py, self.bodies.body(index))
     }
 
-    /// Body `index` (negative counts from the end) as `bytes`.
-    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyBytes>> {
-        let count = self.count as isize;
+    fn checked_index(&self, index: isize) -> PyResult<usize> {
+        let count = self.count() as isize;
         let at = if index < 0 { index + count } else { index };
         if !(0..count).contains(&at) {
             return Err(pyo3::exceptions::PyIndexError::new_err(format!(
                 "body {index} of a batch of {count}"
             )));
         }
-        Ok(self.body(py, at as usize))
+        Ok(at as usize)
+    }
+
+    /// The bodies copied into one buffer, with their end positions beside them.
+    fn arrow(&self, py: Python<'_>) -> PyResult<&(Py<PyColumnBuffer>, Py<PyColumnBuffer>)> {
+        if let Some(columns) = self.arrow.get() {
+            return Ok(columns);
+        }
+        let total = self.bodies.places.iter().map(|place| place.length).sum();
+        let mut data = Vec::with_capacity(total);
+        let mut offsets = Vec::with_capacity(self.count() + 1);
+        offsets.push(0i64);
+        for index in 0..self.count() {
+            data.extend_from_slice(self.bodies.body(index));
+            offsets.push(data.len() as i64);
+        }
+        let columns = (
+            PyColumnBuffer::of_bytes(py, data)?,
+            PyColumnBuffer::of_i64(py, offsets)?,
+        );
+        // Under the GIL no other thread made them meanwhile; if one did, theirs is kept.
+        let _ = self.arrow.set(columns);
+        Ok(self.arrow.get().expect("set just now"))
+    }
+}
+
+#[pymethods]
+impl PyBodyBatch {
+    fn __len__(&self) -> usize {
+        self.count()
+    }
+
+    /// Body `index` (negative counts from the end) as `bytes`.
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(self.body(py, self.checked_index(index)?))
     }
 
     /// The bodies in order, as `bytes`: made in one call into a list, whose own iterator
     /// then costs a reader a few instructions a body rather than a call into this module.
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let bodies = PyList::new(py, (0..self.count).map(|index| self.body(py, index)))?;
+        let bodies = PyList::new(py, (0..self.count()).map(|index| self.body(py, index)))?;
         Ok(bodies.try_iter()?.into_any())
     }
 
+    /// The bodies in order as zero-copy `BodyView`s into the mapped log, each keeping the
+    /// batch (and so its segments) alive.
+    fn views<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let views = (0..slf.get().count())
+            .map(|index| Self::view_of(slf, index))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyList::new(slf.py(), views)?.try_iter()?.into_any())
+    }
+
+    /// Body `index` (negative counts from the end) as a zero-copy `BodyView`.
+    fn view<'py>(slf: &Bound<'py, Self>, index: isize) -> PyResult<Bound<'py, PyAny>> {
+        Self::view_of(slf, slf.get().checked_index(index)?)
+    }
+
+    /// Every body, one after the other (copied once, when first asked for).
+    #[getter]
+    fn data(&self, py: Python<'_>) -> PyResult<Py<PyColumnBuffer>> {
+        Ok(self.arrow(py)?.0.clone_ref(py))
+    }
+
+    /// i64 positions in `data`: body `i` is `data[offsets[i]:offsets[i + 1]]`.
+    #[getter]
+    fn offsets(&self, py: Python<'_>) -> PyResult<Py<PyColumnBuffer>> {
+        Ok(self.arrow(py)?.1.clone_ref(py))
+    }
+
     fn __repr__(&self) -> String {
+        let bytes: usize = self.bodies.places.iter().map(|place| place.length).sum();
         format!(
-            "BodyBatch(count={}, bytes={}, next_offset={})",
-            self.count,
-            self.offsets.get().i64_values().last().copied().unwrap_or(0),
+            "BodyBatch(count={}, bytes={bytes}, next_offset={})",
+            self.count(),
             self.next_offset
         )
     }

@@ -89,17 +89,4 @@ impl PyColumnBuffer {
     pub(crate) fn of_i64(py: Python<'_>, values: Vec<i64>) -> PyResult<Py<Self>> {
         buffer(py, Values::I64(values))
     }
-
-    /// The buffer's bytes, whatever its values' type.
-    pub(crate) fn bytes(&self) -> &[u8] {
-        self.values.as_bytes()
-    }
-
-    /// The buffer's i64 values, if it holds them.
-    pub(crate) fn i64_values(&self) -> &[i64] {
-        match &self.values {
-            Values::I64(values) => values,
-            _ => &[],
-        }
-    }
 }

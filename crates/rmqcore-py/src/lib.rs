@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod body_batch;
+mod body_view;
 mod column_buffer;
 mod decoder;
 mod errors;
@@ -39,6 +40,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<store::PyEncodedPull>()?;
     module.add_class::<body_batch::PyBodyBatch>()?;
+    body_view::add_type(module)?;
     module.add_class::<producer_core::PyProducerCore>()?;
     module.add_class::<transport::PyTransport>()?;
     module.add_class::<transport::PyPendingCall>()?;

@@ -28,6 +28,7 @@ from ._producer import SendBatchFuture as SendBatchFuture
 from ._producer import SendFuture as SendFuture
 from ._producer import SendResult as SendResult
 from ._reads import BodyBatch as BodyBatch
+from ._reads import BodyView as BodyView
 from ._reads import ColumnBuffer as ColumnBuffer
 from ._reads import EncodedPull as EncodedPull
 from ._reads import PulledColumns as PulledColumns
@@ -57,6 +58,7 @@ from ._transport import broker_error as broker_error
 __all__ = [
     "RETRYABLE_STATUS_CODES",
     "BodyBatch",
+    "BodyView",
     "ColumnBuffer",
     "DecodedBatch",
     "DiskUsage",

@@ -23,13 +23,18 @@ class PullResult:
 
 @final
 class BodyBatch:
-    """The answer to ``Store.read_bodies``: the bodies alone, one after the other in one
-    buffer, in Apache Arrow's ``large_binary`` layout (``offsets``, ``data``).
+    """The answer to ``Store.read_bodies``: the bodies alone, left where they are in the
+    mapped commit log. The batch keeps the log segments it reads from mapped, even once
+    retention or the tier deletes their files or the store is closed, so everything it
+    hands out stays readable while it (or any view of it) lives. Every record's CRC was
+    checked when the batch was built.
 
-    Iterating gives each body as ``bytes`` (one copy out of ``data``, no ``Message``);
-    ``batch[i]`` gives one. ``pyarrow.Array.from_buffers(pa.large_binary(),
-    len(batch), [None, pa.py_buffer(batch.offsets), pa.py_buffer(batch.data)])`` wraps the
-    bodies as an Arrow array without a copy.
+    Iterating gives each body as ``bytes`` (one copy, straight from the mapping, no
+    ``Message``); ``batch[i]`` gives one. ``views()`` and ``view(i)`` give zero-copy
+    ``BodyView``s instead. ``offsets`` and ``data`` are Apache Arrow's ``large_binary``
+    layout (the bodies copied into one buffer the first time either is asked for):
+    ``pyarrow.Array.from_buffers(pa.large_binary(), len(batch), [None,
+    pa.py_buffer(batch.offsets), pa.py_buffer(batch.data)])``.
     """
 
     def __len__(self) -> int:
@@ -37,9 +42,13 @@ class BodyBatch:
     def __getitem__(self, index: int, /) -> bytes:
         """Body ``index`` (negative counts from the end); ``IndexError`` past the end."""
     def __iter__(self) -> Iterator[bytes]: ...
+    def views(self) -> Iterator[BodyView]:
+        """The bodies in order as zero-copy ``BodyView``s of the mapped log."""
+    def view(self, index: int) -> BodyView:
+        """Body ``index`` (negative counts from the end) as a ``BodyView``."""
     @property
     def data(self) -> ColumnBuffer:
-        """Every body, one after the other."""
+        """Every body, one after the other (copied once, when first asked for)."""
     @property
     def offsets(self) -> ColumnBuffer:
         """``len(batch) + 1`` int64 positions: body ``i`` is ``data[offsets[i]:offsets[i+1]]``."""
@@ -52,6 +61,18 @@ class BodyBatch:
     def min_offset(self) -> int: ...
     @property
     def max_offset(self) -> int: ...
+
+@final
+class BodyView:
+    """One body of a ``BodyBatch`` in the mapped commit log, not copied: read-only through
+    the buffer protocol (``memoryview(view)``, ``bytes(view)``, ``pyarrow.py_buffer(view)``),
+    sized by ``len(view)``. It keeps its batch, and so the mapping, alive. Made only by
+    ``BodyBatch.views()`` and ``BodyBatch.view()``."""
+
+    def __len__(self) -> int:
+        """The body's length in bytes."""
+    if sys.version_info >= (3, 12):
+        def __buffer__(self, flags: int, /) -> memoryview: ...
 
 @final
 class EncodedPull:

@@ -172,10 +172,10 @@ class Store:
         tags: str | Sequence[str] | None = None,
         max_bytes: int | None = None,
     ) -> BodyBatch:
-        """``pull`` for bulk readers: only the bodies, copied into one buffer with no
-        Python object per message (``BodyBatch``). The same messages as ``pull`` with the
-        same arguments, each record's CRCs checked as ``get`` checks them, and the same
-        errors."""
+        """``pull`` for bulk readers: only the bodies, left in the mapped log, with no
+        Python object per message (``BodyBatch``: ``bytes`` per body, or zero-copy views).
+        The same messages as ``pull`` with the same arguments, each record's CRCs checked
+        as ``get`` checks them when the batch is built, and the same errors."""
     def get_at(self, commitlog_offset: int) -> Message:
         """The message whose record starts at ``commitlog_offset``."""
     def query_by_key(

@@ -3,7 +3,7 @@
 //! share one conversion of their arguments and one engine call (`pull_inner`), so that the
 //! two cannot drift apart in what they accept; `pull_encoded` encodes each record for the
 //! broker's wire while it reads, without a Python object per message; `read_bodies` keeps
-//! only the bodies, in one buffer.
+//! only the bodies' places in the mapped log (`BodyBatch`).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -12,7 +12,7 @@ use rmqcore::record::RecordView;
 use rmqcore::tag_filter::TagFilter;
 use rmqcore::PullQuery;
 
-use crate::body_batch::{BodyColumns, PyBodyBatch};
+use crate::body_batch::{BodyPlaces, PyBodyBatch};
 use crate::errors::{invalid, without_gil};
 use crate::message::{checked_i32, PyMessage};
 use crate::read_records::ReadRecords;
@@ -141,7 +141,8 @@ queue_reads! {
     /// The messages already encoded for the broker's wire, without a Python object per
     /// message.
     fn pull_encoded -> PyEncodedPull = read_encoded;
-    /// The bodies alone, in one buffer (`BodyBatch`): a bulk reader's form of `pull`.
+    /// The bodies alone, left in the mapped log (`BodyBatch`): a bulk reader's form of
+    /// `pull`.
     fn read_bodies -> PyBodyBatch = read_body_batch;
 }
 
@@ -249,9 +250,13 @@ impl PyStore {
         py: Python<'_>,
         arguments: &PullArguments<'_>,
     ) -> PyResult<PyBodyBatch> {
-        let columns = BodyColumns::with_capacity(arguments.max_count);
-        let (columns, pulled) = self.pull_into(py, arguments, columns, BodyColumns::push)?;
-        PyBodyBatch::new(py, columns, &pulled)
+        let store = &self.inner;
+        let query = arguments.query();
+        let mut bodies = BodyPlaces::with_capacity(arguments.max_count);
+        let pulled = without_gil(py, || {
+            store.pull_each_owned(query, |view, owner| bodies.push(view, owner))
+        })?;
+        PyBodyBatch::new(py, bodies, &pulled)
     }
 
     /// One engine read of a queue (CRC checked on each record, GIL released), each record

@@ -1,22 +1,20 @@
 //! Reading many records of the log in one go (a pull): the segment last read from is kept,
 //! so that records in the same segment cost no segment lookup, and each record is decoded
-//! and CRC-checked once and handed to the caller as a view of the mapping, not copied.
-
-use std::sync::Arc;
+//! and CRC-checked once and handed to the caller as a view of the mapping, not copied,
+//! with what owns its bytes (a caller may keep the owner to keep the bytes).
 
 use crate::error::{Error, Result};
-use crate::files::segment::Segment;
 use crate::record::RecordView;
 
-use super::CommitLog;
+use super::{CommitLog, RecordOwner};
 
 /// A reader of records at offsets the caller chooses (a queue's entries), each checked as
 /// `CommitLog::read` checks it.
 pub struct LogCursor<'log> {
     log: &'log CommitLog,
-    /// Kept mapped while the cursor lives, even if retention deletes its file meanwhile:
-    /// the records in it were readable when the read began.
-    segment: Option<Arc<Segment>>,
+    /// The segment last read from, kept mapped while the cursor lives, even if retention
+    /// deletes its file meanwhile: the records in it were readable when the read began.
+    segment: Option<RecordOwner>,
     min_offset: u64,
 }
 
@@ -29,13 +27,13 @@ impl<'log> LogCursor<'log> {
         }
     }
 
-    /// Decode the record at `offset` (CRC checked when `check_crc`) and give its view to
-    /// `visit`; errors are those of `CommitLog::read`.
+    /// Decode the record at `offset` (CRC checked when `check_crc`) and give its view and
+    /// its bytes' owner to `visit`; errors are those of `CommitLog::read`.
     pub fn visit<R>(
         &mut self,
         offset: u64,
         check_crc: bool,
-        visit: impl FnOnce(&RecordView<'_>) -> R,
+        visit: impl FnOnce(&RecordView<'_>, &RecordOwner) -> R,
     ) -> Result<R> {
         let end = self.log.write_offset();
         if offset < self.min_offset || offset >= end {
@@ -46,22 +44,22 @@ impl<'log> LogCursor<'log> {
                 max: end as i64,
             });
         }
-        if !self
-            .segment
-            .as_ref()
-            .is_some_and(|segment| segment.contains(offset))
-        {
-            self.segment = self.log.segments.find(offset);
+        let holds = |owner: &RecordOwner| match owner {
+            RecordOwner::Mapped(segment) => segment.contains(offset),
+            RecordOwner::Fetched(_) => false,
+        };
+        if !self.segment.as_ref().is_some_and(holds) {
+            self.segment = self.log.segments.find(offset).map(RecordOwner::Mapped);
         }
         match &self.segment {
-            Some(segment) => {
+            Some(owner @ RecordOwner::Mapped(segment)) => {
                 let view = CommitLog::decode_in(segment, offset, end, check_crc)?;
-                Ok(visit(&view))
+                Ok(visit(&view, owner))
             }
             // An evicted segment: the tier's copy, record by record.
-            None => {
+            _ => {
                 let record = self.log.read(offset, check_crc)?;
-                Ok(visit(&record.view()))
+                Ok(visit(&record.view(), &record.owner()))
             }
         }
     }

@@ -7,6 +7,7 @@
 
 mod cursor;
 pub mod flush_service;
+mod record_owner;
 mod record_ref;
 mod scan;
 mod tiered;
@@ -14,6 +15,7 @@ mod tiered;
 pub use tiered::RemoteSegments;
 
 pub use cursor::LogCursor;
+pub use record_owner::RecordOwner;
 pub use record_ref::RecordRef;
 pub use scan::ScanEnd;
 

@@ -9,6 +9,8 @@ use bytes::Bytes;
 use crate::files::segment::Segment;
 use crate::record::{decode_record, Decoded, RecordView};
 
+use super::RecordOwner;
+
 #[derive(Debug, Clone)]
 enum Backing {
     Mapped {
@@ -68,6 +70,14 @@ impl RecordRef {
         match &self.backing {
             Backing::Mapped { segment, .. } => segment.path(),
             Backing::Fetched { object, .. } => object,
+        }
+    }
+
+    /// What holds the record's bytes, for a reader that keeps them past this reference.
+    pub fn owner(&self) -> RecordOwner {
+        match &self.backing {
+            Backing::Mapped { segment, .. } => RecordOwner::Mapped(Arc::clone(segment)),
+            Backing::Fetched { bytes, .. } => RecordOwner::Fetched(bytes.clone()),
         }
     }
 

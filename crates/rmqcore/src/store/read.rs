@@ -1,6 +1,6 @@
 //! Reading: pulls by queue offset, lookups by key, msgId and time, and queue bounds.
 
-use crate::commit_log::LogCursor;
+use crate::commit_log::{LogCursor, RecordOwner};
 use crate::consume_queue::{ConsumeQueue, EntryCursor};
 use crate::error::{Error, Result};
 use crate::lookup::KeyQuery;
@@ -60,6 +60,17 @@ impl Store {
         &self,
         query: PullQuery<'_>,
         mut visit: impl FnMut(&RecordView<'_>),
+    ) -> Result<Pulled> {
+        self.pull_each_owned(query, |view, _| visit(view))
+    }
+
+    /// `pull_each`, handing `visit` with each record what owns its bytes: a reader that
+    /// keeps the owner (a mapped segment, usually one for a whole pull) keeps the record
+    /// readable without copying it, whatever retention deletes meanwhile.
+    pub fn pull_each_owned(
+        &self,
+        query: PullQuery<'_>,
+        mut visit: impl FnMut(&RecordView<'_>, &RecordOwner),
     ) -> Result<Pulled> {
         let PullQuery {
             topic,
@@ -144,7 +155,7 @@ impl Store {
                 continue;
             }
             // The record is decoded and checked once, in the segment the cursor keeps.
-            let step = log.visit(entry.commitlog_offset as u64, true, |view| {
+            let step = log.visit(entry.commitlog_offset as u64, true, |view, owner| {
                 if filter.is_some_and(|filter| !filter.matches_tag(view.tags())) {
                     return Step::Skip;
                 }
@@ -152,7 +163,7 @@ impl Store {
                     return Step::Stop;
                 }
                 bytes += view.body.len();
-                visit(view);
+                visit(view, owner);
                 Step::Took
             });
             match step {
