@@ -39,16 +39,16 @@ impl Store {
         // Every message's properties in one buffer: one allocation per batch (room for a
         // tag, a key and the record CRC each, so a typical batch does not grow it).
         let mut encoded = Vec::with_capacity(drafts.len() * 64);
-        let prepared = drafts
-            .iter()
-            .map(|draft| {
-                draft.prepare(
-                    options.max_message_size,
-                    options.append_record_crc,
-                    &mut encoded,
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
+        // A loop rather than `collect::<Result<Vec<_>>>()`, which moves each prepared
+        // message through an error-shunting adapter.
+        let mut prepared = Vec::with_capacity(drafts.len());
+        for draft in drafts {
+            prepared.push(draft.prepare(
+                options.max_message_size,
+                options.append_record_crc,
+                &mut encoded,
+            )?);
+        }
         let born_default = now_millis();
         let inputs: Vec<RecordInput<'_>> = prepared
             .iter()
