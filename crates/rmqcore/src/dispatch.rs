@@ -1,11 +1,16 @@
 //! Dispatch: derive consume-queue and index entries from commit-log records, as
 //! RocketMQ's reput service does. Appends, recovery and rebuild all go through one
 //! `Dispatcher`, so the derived files are always what a rebuild from the log would give.
+//! Recovery hands it decoded records (`dispatch`); the append path hands it what the
+//! encoder already knew about each record it wrote (`dispatch_written`), so a put does not
+//! decode its own records again. Both end in the same queue and index writes, and
+//! `tests/dispatch_rebuild_identity.rs` checks that the files they give are the same bytes.
 //!
 //! A dispatcher holds the index writer's lock for its lifetime and gathers the entries of
 //! a batch into one run per queue, appended together when it finishes, so a batch pays for
 //! one lookup per queue, one index lock and (RocksDB form) one write, not one per record.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore, CqEntry, QueueRun};
@@ -23,6 +28,26 @@ pub enum Dispatched {
     AlreadyPresent,
     /// Transaction PREPARED/ROLLBACK records have no queue entry.
     NotQueued,
+}
+
+/// A record the append path has just written, described by the draft and placement it
+/// was encoded from: the fields dispatch would otherwise decode from its bytes. The
+/// record is a plain message (sys flag 0: queued and indexed), its properties are the
+/// draft's (tags, then the keys joined by spaces, then user properties), and the draft
+/// passed `prepare`, so no key is empty or holds a space and the tags are not empty.
+#[derive(Debug, Clone, Copy)]
+pub struct WrittenRecord<'r> {
+    pub topic: &'r str,
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    pub physical_offset: i64,
+    pub total_size: usize,
+    pub store_timestamp: i64,
+    pub tags: Option<&'r str>,
+    /// The last `UNIQ_KEY` user property, the one a decoder finds.
+    pub uniq_key: Option<&'r str>,
+    /// The `KEYS` tokens, in order.
+    pub keys: &'r [Cow<'r, str>],
 }
 
 /// Entries gathered before the pending runs are appended (bounds memory in a long
@@ -81,6 +106,36 @@ impl<'a> Dispatcher<'a> {
         self.to_queue(view)
     }
 
+    /// `dispatch` for a record the caller just wrote, from what it wrote it from.
+    pub fn dispatch_written(&mut self, record: &WrittenRecord<'_>) -> Result<Dispatched> {
+        self.index.dispatch_keys(
+            record.topic.as_bytes(),
+            record.physical_offset,
+            record.total_size,
+            record.store_timestamp,
+            |visit| {
+                if let Some(uniq) = record.uniq_key {
+                    visit(uniq)?;
+                }
+                record.keys.iter().try_for_each(|key| visit(key))
+            },
+        )?;
+        let entry = CqEntry {
+            commitlog_offset: record.physical_offset,
+            size: i32::try_from(record.total_size).expect("record sizes fit i32"),
+            tags_code: record
+                .tags
+                .map_or(0, |tags| i64::from(java_string_hash(tags))),
+            store_timestamp: record.store_timestamp,
+        };
+        self.queue_entry(
+            record.topic.as_bytes(),
+            record.queue_id,
+            record.queue_offset,
+            || entry,
+        )
+    }
+
     /// Index the record's keys only (records the index has are passed over).
     pub fn index(&mut self, view: &RecordView<'_>) -> Result<()> {
         self.index.dispatch(view)
@@ -92,28 +147,42 @@ impl<'a> Dispatcher<'a> {
         if !view.is_dispatched_to_consume_queue() {
             return Ok(Dispatched::NotQueued);
         }
+        self.queue_entry(view.topic, view.queue_id, view.queue_offset, || {
+            queue_entry_of(view)
+        })
+    }
+
+    /// Add the entry of the record at `queue_offset` of `topic`/`queue_id` to its run;
+    /// `entry` is made only when the queue lacks it.
+    fn queue_entry(
+        &mut self,
+        topic: &[u8],
+        queue_id: i32,
+        queue_offset: i64,
+        entry: impl FnOnce() -> CqEntry,
+    ) -> Result<Dispatched> {
         if self.pending_entries >= MAX_PENDING_ENTRIES {
             self.append_pending()?;
         }
-        let run = match self.run_of(view) {
+        let run = match self.run_of(topic, queue_id) {
             Some(run) => run,
             None => {
                 if self.runs.len() >= MAX_PENDING_QUEUES {
                     self.append_pending()?;
                 }
                 let queue = match &self.known_queue {
-                    Some((queue_id, queue)) if *queue_id == view.queue_id => Arc::clone(queue),
+                    Some((known_id, queue)) if *known_id == queue_id => Arc::clone(queue),
                     _ => self
                         .queues
-                        .get_or_create(&view.topic_str(), view.queue_id)?,
+                        .get_or_create(&String::from_utf8_lossy(topic), queue_id)?,
                 };
                 let assigned = queue.writer_bounds();
                 let first_offset = assigned.max();
                 let empty = first_offset == assigned.min();
                 // A queue that starts past zero (its older entries expired) may start at
                 // any record.
-                let first_offset = if empty && view.queue_offset > first_offset {
-                    view.queue_offset
+                let first_offset = if empty && queue_offset > first_offset {
+                    queue_offset
                 } else {
                     first_offset
                 };
@@ -122,38 +191,36 @@ impl<'a> Dispatcher<'a> {
                     first_offset,
                     entries: Vec::new(),
                 });
-                self.run_keys.push((view.topic.to_vec(), view.queue_id));
+                self.run_keys.push((topic.to_vec(), queue_id));
                 self.runs.len() - 1
             }
         };
         self.current = run;
         let run = &mut self.runs[run];
         let end = run.end_offset();
-        if view.queue_offset < end {
+        if queue_offset < end {
             return Ok(Dispatched::AlreadyPresent);
         }
-        if view.queue_offset > end {
+        let entry = entry();
+        if queue_offset > end {
             return Err(Error::corrupt(
                 run.queue.location(),
                 0,
                 format!(
-                    "record at commit-log offset {} has queue offset {} but queue {}/{} ends at {end}",
-                    view.physical_offset,
-                    view.queue_offset,
-                    view.topic_str(),
-                    view.queue_id
+                    "record at commit-log offset {} has queue offset {queue_offset} but queue {}/{queue_id} ends at {end}",
+                    entry.commitlog_offset,
+                    String::from_utf8_lossy(topic),
                 ),
             ));
         }
-        run.entries.push(queue_entry_of(view));
+        run.entries.push(entry);
         self.pending_entries += 1;
         Ok(Dispatched::Appended)
     }
 
     /// The position of the pending run of the record's queue.
-    fn run_of(&self, view: &RecordView<'_>) -> Option<usize> {
-        let is_its_queue =
-            |key: &(Vec<u8>, i32)| key.1 == view.queue_id && key.0.as_slice() == view.topic;
+    fn run_of(&self, topic: &[u8], queue_id: i32) -> Option<usize> {
+        let is_its_queue = |key: &(Vec<u8>, i32)| key.1 == queue_id && key.0.as_slice() == topic;
         if self.run_keys.get(self.current).is_some_and(is_its_queue) {
             return Some(self.current);
         }

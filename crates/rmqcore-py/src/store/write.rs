@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList};
 use rmqcore::record::host::parse_host;
 use rmqcore::MessageDraft;
 
@@ -77,10 +77,15 @@ impl PyStore {
     ) -> PyResult<PyPutResults> {
         let queue_id = checked_i32(py, "queue_id", queue_id)?;
         let born_host = parsed_born_host(py, born_host)?;
-        let items: Vec<Bound<'_, PyAny>> = messages
-            .try_iter()
-            .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
-            .collect::<PyResult<_>>()?;
+        // A list (what a bulk writer passes) is read directly: the generic iterator
+        // protocol cost about 90 instructions a message of a 100 B batch (callgrind).
+        let items: Vec<Bound<'_, PyAny>> = match messages.cast::<PyList>() {
+            Ok(list) => list.iter().collect(),
+            Err(_) => messages
+                .try_iter()
+                .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
+                .collect::<PyResult<_>>()?,
+        };
         let columns = Columns::extract(py, items.len(), tags, keys)?;
         let (bodies, metadata) = read_messages(py, &items, &columns)?;
         // The metadata moves into the drafts: the columns' strings are borrowed from

@@ -19,13 +19,29 @@ pub(super) fn visit_index_keys(
         visit(&stored_text(uniq))?;
     }
     if let Some(raw) = properties.keys {
-        for key in stored_text(raw).split(KEY_SEPARATOR) {
-            if !key.is_empty() {
-                visit(key)?;
-            }
+        for key in key_tokens(&stored_text(raw)) {
+            visit(key)?;
         }
     }
     Ok(())
+}
+
+/// The non-empty tokens of a `KEYS` value split on single spaces. Found with a byte
+/// search (memchr), which costs a fraction of `str::split(char)`'s char searcher; a space
+/// byte is never inside a longer UTF-8 sequence, so the tokens are the same.
+fn key_tokens(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || loop {
+        let current = rest?;
+        let (token, next) = match memchr::memchr(KEY_SEPARATOR as u8, current.as_bytes()) {
+            Some(at) => (&current[..at], Some(&current[at + 1..])),
+            None => (current, None),
+        };
+        rest = next;
+        if !token.is_empty() {
+            return Some(token);
+        }
+    })
 }
 
 /// The keys a record is indexed under (see `visit_index_keys`).
@@ -53,4 +69,26 @@ pub fn record_matches_key(view: &RecordView<'_>, topic: &str, key: &str) -> bool
     })
     .expect("matching keys cannot fail");
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_tokens;
+
+    #[test]
+    fn tokens_are_what_splitting_on_the_space_char_gives() {
+        for text in [
+            "",
+            " ",
+            "a",
+            "a b",
+            "  a  b  ",
+            "ключ é😀 order-1",
+            "a b ",
+            " a",
+        ] {
+            let expected: Vec<&str> = text.split(' ').filter(|key| !key.is_empty()).collect();
+            assert_eq!(key_tokens(text).collect::<Vec<_>>(), expected, "{text:?}");
+        }
+    }
 }

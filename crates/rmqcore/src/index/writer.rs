@@ -142,30 +142,51 @@ impl Shared {
 
 impl IndexBatch<'_> {
     pub fn dispatch(&mut self, view: &RecordView<'_>) -> Result<()> {
+        self.dispatch_keys(
+            view.topic,
+            view.physical_offset,
+            view.total_size,
+            view.store_timestamp,
+            |visit| visit_index_keys(view, visit),
+        )
+    }
+
+    /// Index the keys `keys` visits for the record at `physical_offset` of `topic`, in
+    /// the order visited (format §3.4's: `UNIQ_KEY`, then the `KEYS` tokens). `keys` is
+    /// called only when the record lies at or past the point the index is complete up to.
+    pub fn dispatch_keys(
+        &mut self,
+        topic: &[u8],
+        physical_offset: i64,
+        total_size: usize,
+        store_timestamp: i64,
+        keys: impl FnOnce(&mut dyn FnMut(&str) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
         let Some(writer) = self.writer.as_deref_mut() else {
             return Ok(());
         };
-        if view.physical_offset < writer.next_offset {
+        if physical_offset < writer.next_offset {
             return Ok(());
         }
         let topic_hash = &mut self.topic_hash;
-        visit_index_keys(view, |key| {
+        let service = self.service;
+        keys(&mut |key| {
             let prefix_hash = match topic_hash {
-                Some((topic, hash)) if topic.as_slice() == view.topic => *hash,
+                Some((known, hash)) if known.as_slice() == topic => *hash,
                 _ => {
-                    let hash = topic_prefix_hash(&view.topic_str());
-                    *topic_hash = Some((view.topic.to_vec(), hash));
+                    let hash = topic_prefix_hash(&String::from_utf8_lossy(topic));
+                    *topic_hash = Some((topic.to_vec(), hash));
                     hash
                 }
             };
-            self.service.put_key(
+            service.put_key(
                 writer,
                 index_key_hash_after(prefix_hash, key),
-                view.physical_offset,
-                view.store_timestamp,
+                physical_offset,
+                store_timestamp,
             )
         })?;
-        writer.next_offset = view.physical_offset + view.total_size as i64;
+        writer.next_offset = physical_offset + total_size as i64;
         Ok(())
     }
 }

@@ -11,7 +11,7 @@ use crate::record::message_rules::check_message_fields;
 use crate::record::msg_id::create_msg_id;
 use crate::record::properties::{
     decode_properties, KEY_SEPARATOR, MAX_PROPERTIES_LENGTH, NAME_VALUE_SEPARATOR, PROPERTY_KEYS,
-    PROPERTY_SEPARATOR, PROPERTY_TAGS,
+    PROPERTY_SEPARATOR, PROPERTY_TAGS, PROPERTY_UNIQ_KEY,
 };
 use crate::record::RecordView;
 
@@ -64,6 +64,15 @@ impl PreparedMessage<'_> {
 }
 
 impl<'a> MessageDraft<'a> {
+    /// The `UNIQ_KEY` user property a reader of the record finds (the last one given).
+    pub fn uniq_key(&self) -> Option<&str> {
+        self.properties
+            .iter()
+            .rev()
+            .find(|(name, _)| name == PROPERTY_UNIQ_KEY)
+            .map(|(_, value)| value.as_str())
+    }
+
     /// Validate and encode; everything that can be rejected is rejected here, before the
     /// store takes its lock or writes a byte. The properties are appended to `encoded`.
     /// With `with_record_crc`, the properties end with the placeholder of RocketMQ 5's

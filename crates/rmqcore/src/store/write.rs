@@ -2,7 +2,7 @@
 //! consume queue and the key index under the write lock.
 
 use crate::clock::now_millis;
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, WrittenRecord};
 use crate::error::{Error, Result};
 use crate::options::FlushMode;
 use crate::record::message::{MessageDraft, PutResult};
@@ -39,16 +39,16 @@ impl Store {
         // Every message's properties in one buffer: one allocation per batch (room for a
         // tag, a key and the record CRC each, so a typical batch does not grow it).
         let mut encoded = Vec::with_capacity(drafts.len() * 64);
-        let prepared = drafts
-            .iter()
-            .map(|draft| {
-                draft.prepare(
-                    options.max_message_size,
-                    options.append_record_crc,
-                    &mut encoded,
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
+        // A loop rather than `collect::<Result<Vec<_>>>()`, which moves each prepared
+        // message through an error-shunting adapter.
+        let mut prepared = Vec::with_capacity(drafts.len());
+        for draft in drafts {
+            prepared.push(draft.prepare(
+                options.max_message_size,
+                options.append_record_crc,
+                &mut encoded,
+            )?);
+        }
         let born_default = now_millis();
         let inputs: Vec<RecordInput<'_>> = prepared
             .iter()
@@ -95,16 +95,34 @@ impl Store {
                 .commit_log
                 .append(&inputs, first_queue_offset, store_timestamp)
                 .map_err(|error| self.inner.explain_disk_full(error))?;
-            // Queue and index entries come from the record bytes as written, through the
-            // dispatcher recovery and rebuild use, so the derived files always agree with
-            // the log. A put's records continue one queue, so they form one run.
+            // Queue and index entries come from what each record was encoded from (the
+            // encoder placed it; no second decode), through the dispatcher recovery and
+            // rebuild use, so the derived files are the ones a rebuild from the log gives
+            // (tests/dispatch_rebuild_identity.rs). A put's records continue one queue, so
+            // they form one run.
             let mut dispatcher = Dispatcher::new(self.inner.queues.as_ref(), &self.inner.index)
                 .with_warmer(self.inner.commit_log.warmer())
                 .with_queue(queue_id, Arc::clone(&queue));
             let dispatched = appended
                 .records
                 .iter()
-                .try_for_each(|placed| dispatcher.dispatch(&appended.view(placed)?).map(drop))
+                .zip(drafts)
+                .zip(first_queue_offset..)
+                .try_for_each(|((placed, draft), queue_offset)| {
+                    dispatcher
+                        .dispatch_written(&WrittenRecord {
+                            topic,
+                            queue_id,
+                            queue_offset,
+                            physical_offset: placed.physical_offset as i64,
+                            total_size: placed.size,
+                            store_timestamp,
+                            tags: draft.tags.as_deref().filter(|tags| !tags.is_empty()),
+                            uniq_key: draft.uniq_key(),
+                            keys: &draft.keys,
+                        })
+                        .map(drop)
+                })
                 .and_then(|()| dispatcher.finish());
             if let Err(error) = dispatched {
                 // All or nothing: a batch whose queue or index entries cannot be written
