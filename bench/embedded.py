@@ -83,23 +83,14 @@ class RmqSystem:
         # A bulk reader's form: the bodies of many messages in one buffer, each handed
         # out as bytes, no rmq.Message per message (each body still touched, as the
         # key-value stores' cursors hand each value out).
-        read_bodies = self.store.read_bodies
-        offset = 0
-        seen = 0
-        while True:
-            batch = read_bodies(TOPIC, 0, offset, self.read_batch)
-            if not len(batch):
-                break
-            for body in batch:
-                seen += len(body)
-            offset = batch.next_offset
-        if offset != wl.count:
-            raise RuntimeError(f"rmq returned {offset} messages, expected {wl.count}")
-        return seen
+        return self._scan(wl, zero_copy=False)
 
     def read_all_zero_copy(self, wl: Workload) -> int:
         # The same reads, each body handed out as a view of the mapped log (BodyView)
         # instead of a bytes copy.
+        return self._scan(wl, zero_copy=True)
+
+    def _scan(self, wl: Workload, *, zero_copy: bool) -> int:
         read_bodies = self.store.read_bodies
         offset = 0
         seen = 0
@@ -107,8 +98,8 @@ class RmqSystem:
             batch = read_bodies(TOPIC, 0, offset, self.read_batch)
             if not len(batch):
                 break
-            for view in batch.views():
-                seen += len(view)
+            for body in batch.views() if zero_copy else batch:
+                seen += len(body)
             offset = batch.next_offset
         if offset != wl.count:
             raise RuntimeError(f"rmq returned {offset} messages, expected {wl.count}")

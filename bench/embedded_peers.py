@@ -148,21 +148,16 @@ class LmdbSystem:
                     )
 
     def read_all(self, wl: Workload) -> int:
-        seen = 0
-        n = 0
-        with self.env.begin(db=self.msgs, buffers=False) as txn:
-            for _k, v in txn.cursor():
-                seen += len(v)
-                n += 1
-        if n != wl.count:
-            raise RuntimeError(f"lmdb returned {n} messages, expected {wl.count}")
-        return seen
+        return self._scan(wl, buffers=False)
 
     def read_all_zero_copy(self, wl: Workload) -> int:
         # buffers=True: each value is a view of the map, valid until the transaction ends.
+        return self._scan(wl, buffers=True)
+
+    def _scan(self, wl: Workload, *, buffers: bool) -> int:
         seen = 0
         n = 0
-        with self.env.begin(db=self.msgs, buffers=True) as txn:
+        with self.env.begin(db=self.msgs, buffers=buffers) as txn:
             for _k, v in txn.cursor():
                 seen += len(v)
                 n += 1
