@@ -6,7 +6,7 @@
 //!
 //! A footer is read with the first read of its object, from its local copy
 //! (`local_footers.rs`, written at upload) or else from the bucket, checked (CRC32, and
-//! that its runs cover the segment exactly), and kept within a budget (`layouts.rs`). A footer that
+//! that its runs cover the segment exactly), and kept within a budget (`bounded_cache.rs`). A footer that
 //! does not hold fails every read of the object as `TierObjectChanged`: its records are
 //! never served through a wrong map.
 
@@ -34,7 +34,7 @@ impl RemoteLog {
                 }
             }
         }
-        let kept = self.layouts.lock().expect("layouts lock").get(start);
+        let kept = self.layouts.lock().expect("layouts lock").get(&start);
         let layout = match kept {
             Some(layout) => layout,
             None => {
@@ -89,7 +89,7 @@ impl RemoteLog {
         self.layouts
             .lock()
             .expect("layouts lock")
-            .forget(start_offset);
+            .forget(&start_offset);
         let mut last = self.last_layout.lock().expect("layout lock");
         if last.as_ref().is_some_and(|(at, _)| *at == start_offset) {
             *last = None;

@@ -7,10 +7,10 @@
 //! deleted; only after the upload is recorded) -> expired (deleted from the bucket by
 //! tier retention). `uploader.rs` moves segments along; `remote_log.rs` reads them.
 //! A segment's object holds its records grouped by queue, with a footer mapping
-//! commit-log positions into it (`grouped_object.rs`, footers kept in `layouts.rs`).
+//! commit-log positions into it (`grouped_object.rs`, footers kept in `bounded_cache.rs`).
 //! Compacted index files and the file form's sealed consume-queue files follow the
 //! segments they point into (`remote_index.rs`, `remote_queue.rs`, both keeping what they
-//! fetch whole in `slot_tables.rs`). Reads go through the block cache (`block_cache.rs`, its blocks slices of
+//! fetch whole in `bounded_cache.rs`). Reads go through the block cache (`block_cache.rs`, its blocks slices of
 //! the GETs' own buffers, `cached_block.rs`, its maps hashed by `block_key_hash.rs`),
 //! which GETs fetch which blocks (`block_runs.rs`, `ranged_reads.rs`), and the bucket
 //! client (`object_client.rs`, with its checked ranged GETs in `recorded_get.rs` and its
@@ -19,9 +19,9 @@
 mod block_cache;
 mod block_key_hash;
 mod block_runs;
+mod bounded_cache;
 mod cached_block;
 pub mod grouped_object;
-mod layouts;
 mod local_footers;
 pub mod location;
 mod mapped_reads;
@@ -33,7 +33,6 @@ mod recorded_get;
 mod remote_index;
 pub mod remote_log;
 mod remote_queue;
-mod slot_tables;
 pub mod state;
 pub mod uploader;
 

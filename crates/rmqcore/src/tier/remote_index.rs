@@ -4,6 +4,7 @@
 //! so a lookup reads only the key's run: one range read per file, two for the first.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -89,7 +90,7 @@ impl RemoteLog {
     /// The slot table of index file `name`: kept, or fetched whole and kept.
     fn slot_table(&self, name: &str, header: &CompactedHeader) -> Result<Bytes> {
         if let Some(table) = self.slot_tables.lock().expect("slot table lock").get(name) {
-            return Ok(table);
+            return Ok(Bytes::clone(&table));
         }
         let object = self.client.location().index_file(name);
         let from = HEADER_SIZE as u64;
@@ -105,7 +106,7 @@ impl RemoteLog {
         self.slot_tables
             .lock()
             .expect("slot table lock")
-            .insert(name, table.clone());
+            .insert(name.to_owned(), Arc::new(table.clone()));
         Ok(table)
     }
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use bytes::Bytes;
 
 use super::block_cache::{BlockCache, FetchedBlock, BLOCK_SIZE};
+use super::bounded_cache::BoundedCache;
 use super::object_client::ObjectClient;
 use super::state::{TierState, TieredSegment};
 use crate::error::{Error, Result};
@@ -25,10 +26,10 @@ pub struct RemoteLog {
     pub(super) cache: SharedCache,
     pub(super) reads: Arc<ReadCounters>,
     /// Index files' slot tables (`remote_index.rs`), a quarter of the read cache's bytes.
-    pub(super) slot_tables: Mutex<super::slot_tables::SlotTables>,
+    pub(super) slot_tables: Mutex<BoundedCache<String, Bytes>>,
     /// Evicted consume-queue files, checked whole (`remote_queue.rs`), a quarter of the
     /// read cache's bytes.
-    pub(super) queue_files: Mutex<super::slot_tables::SlotTables>,
+    pub(super) queue_files: Mutex<BoundedCache<String, Bytes>>,
     /// Bumped by every change of `state`: a reader that remembers what it looked up in
     /// the state (`RemoteQueueFiles::state_version`) looks again after a change.
     state_version: AtomicU64,
@@ -40,7 +41,7 @@ pub struct RemoteLog {
     /// Footers of queue-grouped objects (`mapped_reads.rs`), an eighth of the read
     /// cache's bytes, and the one read last (a reader going through a segment looks it
     /// up once, not once per record).
-    pub(super) layouts: Mutex<super::layouts::Layouts>,
+    pub(super) layouts: Mutex<BoundedCache<u64, super::grouped_object::Layout>>,
     pub(super) last_layout: Mutex<Option<(u64, Arc<super::grouped_object::Layout>)>>,
     /// Copies of those footers on local disk, so an object's first read needs no GET
     /// for its footer (`local_footers.rs`).
@@ -125,12 +126,12 @@ impl RemoteLog {
             state: RwLock::new(state),
             cache: Arc::new((Mutex::new(BlockCache::new(cache_bytes)), Condvar::new())),
             reads: Arc::new(ReadCounters::default()),
-            slot_tables: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
-            queue_files: Mutex::new(super::slot_tables::SlotTables::new(cache_bytes / 4)),
+            slot_tables: Mutex::new(BoundedCache::new(cache_bytes / 4)),
+            queue_files: Mutex::new(BoundedCache::new(cache_bytes / 4)),
             state_version: AtomicU64::new(0),
             queue_read_failure: Mutex::new(None),
             last_object_name: Mutex::new(None),
-            layouts: Mutex::new(super::layouts::Layouts::new(cache_bytes / 8)),
+            layouts: Mutex::new(BoundedCache::new(cache_bytes / 8)),
             last_layout: Mutex::new(None),
             footers: super::local_footers::LocalFooters::new(root),
         }

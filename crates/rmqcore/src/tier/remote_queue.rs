@@ -59,12 +59,7 @@ impl RemoteQueueFiles for RemoteLog {
 
     fn read_file(&self, topic: &str, queue_id: i32, start: u64) -> Result<Arc<Bytes>> {
         let key = TieredQueueFile::key(topic, queue_id, start);
-        if let Some(bytes) = self
-            .queue_files
-            .lock()
-            .expect("queue file lock")
-            .get_shared(&key)
-        {
+        if let Some(bytes) = self.queue_files.lock().expect("queue file lock").get(&key) {
             self.reads
                 .cache_hits
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -95,7 +90,7 @@ impl RemoteQueueFiles for RemoteLog {
         self.queue_files
             .lock()
             .expect("queue file lock")
-            .insert_shared(&key, Arc::clone(&bytes));
+            .insert(key, Arc::clone(&bytes));
         Ok(bytes)
     }
 
