@@ -20,19 +20,18 @@ import pytest
 import rmq
 from rmq.client import Client
 from rmq.client.messages import QueueRoute
-from rmq.cluster.local import LocalBroker
 from rmq.errors import CorruptRecordError, TierError, TierObjectChangedError
 from rmq.proto.v1 import broker_pb2 as pb
 from rmq.proto.v1 import broker_pb2_grpc as pb_grpc
 
 from bench.peers.s3 import S3Server
-from tests.support.tiered_store import open_store_with_small_queue_files as open_store
 from tests.support.tiered_store import (
+    LOST_SEGMENT,
+    broker_with_evicted_segment,
     read_queue,
-    tiered_broker_args,
     upload_and_evict,
-    wait_until_evicted,
 )
+from tests.support.tiered_store import open_store_with_small_queue_files as open_store
 
 FIRST_SEGMENT = "shard-0/commitlog/" + f"{0:020d}"
 FIRST_QUEUE_FILE = "shard-0/consumequeue/Orders/0/" + f"{0:020d}"
@@ -161,20 +160,14 @@ def test_a_broker_pull_of_evicted_messages_answers_unavailable_or_data_loss(
 ) -> None:
     """Over gRPC: UNAVAILABLE while the tier cannot be reached (a client retries it),
     DATA_LOSS for an object gone from the bucket, never an empty pull."""
-    env = s3_server.subprocess_env()
-    data = tmp_path / "data"
-    args = tiered_broker_args(s3_server, s3_bucket, "b")
-    with LocalBroker(data, shards=1, args=args, env=env) as broker, Client(broker.endpoint) as c:
-        c.create_topic("Tiered", queues=1)
-        with c.producer(batch_max_bytes=16384) as producer:
-            sent = [producer.send("Tiered", f"message {i} ".encode() * 8) for i in range(1200)]
-            producer.flush()
-        assert [future.exception() for future in sent] == [None] * len(sent)
-        wait_until_evicted(data / "shard-0")
+    bodies = [f"message {i} ".encode() * 8 for i in range(1200)]
+    with broker_with_evicted_segment(
+        tmp_path / "data", s3_server, s3_bucket, "Tiered", 1, bodies
+    ) as evicted:
+        c = evicted.client
         queue = c.route("Tiered").queues[0]
         client = s3_server.client()
-        key = "b/shard-0/commitlog/" + f"{0:020d}"
-        got = client.get_object(Bucket=s3_bucket, Key=key)
+        got = client.get_object(Bucket=s3_bucket, Key=LOST_SEGMENT)
         saved = (got["Body"].read(), got["Metadata"])
         s3_server.kill()
         try:
@@ -183,10 +176,10 @@ def test_a_broker_pull_of_evicted_messages_answers_unavailable_or_data_loss(
             assert "could not be reached" in details or "refused" in details, details
         finally:
             s3_server.start()
-        client.delete_object(Bucket=s3_bucket, Key=key)
+        client.delete_object(Bucket=s3_bucket, Key=LOST_SEGMENT)
         code, details = pull_status(c, queue, 0)
         assert code == grpc.StatusCode.DATA_LOSS, details
         assert "gone from the bucket" in details, details
         # Restored: the same pull brings the messages.
-        client.put_object(Bucket=s3_bucket, Key=key, Body=saved[0], Metadata=saved[1])
+        client.put_object(Bucket=s3_bucket, Key=LOST_SEGMENT, Body=saved[0], Metadata=saved[1])
         assert pull_status(c, queue, 0)[0] == grpc.StatusCode.OK

@@ -92,15 +92,16 @@ def tiered_broker_args(server: S3Server, bucket: str, prefix: str) -> list[str]:
             "--local-retention-bytes", "0"]  # fmt: skip
 
 
-# The prefix of the broker whose first segment is lost, and that segment's object.
+# The prefix of the broker whose first segment is evicted (or lost), and that segment's object.
 LOST_PREFIX = "b"
 LOST_SEGMENT = f"{LOST_PREFIX}/shard-0/commitlog/{0:020d}"
 
 
 @dataclass
-class BrokerWithLostSegment:
-    """A running tiered broker whose first commit-log segment was sent, uploaded, evicted
-    and then deleted from the bucket: ``sent`` says what each message became."""
+class BrokerWithEvictedSegment:
+    """A running tiered broker whose first commit-log segment was sent, uploaded and
+    evicted (and, from ``broker_with_lost_segment``, deleted from the bucket): ``sent``
+    says what each message became."""
 
     broker: LocalBroker
     client: Client
@@ -113,17 +114,18 @@ class BrokerWithLostSegment:
 
 
 @contextmanager
-def broker_with_lost_segment(
+def broker_with_evicted_segment(
     data: Path,
     server: S3Server,
     bucket: str,
     topic: str,
     queues: int,
     bodies: list[bytes],
-) -> Iterator[BrokerWithLostSegment]:
+) -> Iterator[BrokerWithEvictedSegment]:
     """``rmq serve`` on ``data`` tiered to ``s3://BUCKET/LOST_PREFIX`` (one shard, small
     segments, no local retention), ``bodies`` sent to ``topic``'s ``queues`` queues in
-    turn, its first segment evicted and then deleted from the bucket (``LOST_SEGMENT``)."""
+    turn, and its first segment (``LOST_SEGMENT``) uploaded and evicted: only the bucket
+    holds it."""
     env = server.subprocess_env()
     args = tiered_broker_args(server, bucket, LOST_PREFIX)
     with LocalBroker(data, shards=1, args=args, env=env) as broker, Client(broker.endpoint) as c:
@@ -135,5 +137,19 @@ def broker_with_lost_segment(
             producer.flush()
         sent = [future.result() for future in futures]
         wait_until_evicted(data / "shard-0")
+        yield BrokerWithEvictedSegment(broker, c, sent, env)
+
+
+@contextmanager
+def broker_with_lost_segment(
+    data: Path,
+    server: S3Server,
+    bucket: str,
+    topic: str,
+    queues: int,
+    bodies: list[bytes],
+) -> Iterator[BrokerWithEvictedSegment]:
+    """``broker_with_evicted_segment``, then its first segment deleted from the bucket."""
+    with broker_with_evicted_segment(data, server, bucket, topic, queues, bodies) as lost:
         server.client().delete_object(Bucket=bucket, Key=LOST_SEGMENT)
-        yield BrokerWithLostSegment(broker, c, sent, env)
+        yield lost
