@@ -7,7 +7,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rmqcore::record::message::MessageProperties;
 use rmqcore::record::msg_id::create_msg_id;
 use rmqcore::record::RecordView;
-use rmqcore::StoredMessage;
+use rmqcore::{DraftKeys, StoredMessage};
 
 use crate::errors::invalid;
 use crate::read_records::Record;
@@ -46,10 +46,11 @@ pub struct Fields {
     reconsume_times: i32,
 }
 
-/// What `put_batch` takes from a message.
-pub struct DraftParts {
+/// What `put_batch` takes from a message: owned fields, built for the batch's lifetime
+/// (`DraftKeys`, a `SmallVec`, is invariant over it and cannot be shortened afterwards).
+pub struct DraftParts<'a> {
     pub body: Py<PyBytes>,
-    pub metadata: Metadata<'static>,
+    pub metadata: Metadata<'a>,
 }
 
 /// A message's fields besides its body, as `put_batch` stores them (`born_timestamp` 0:
@@ -58,7 +59,7 @@ pub struct DraftParts {
 #[derive(Default)]
 pub struct Metadata<'a> {
     pub tags: Option<Cow<'a, str>>,
-    pub keys: Vec<Cow<'a, str>>,
+    pub keys: DraftKeys<'a>,
     pub properties: Vec<(String, String)>,
     pub flag: i32,
     pub born_timestamp: i64,
@@ -69,18 +70,18 @@ pub struct Metadata<'a> {
 pub fn extract_keys<'a>(
     py: Python<'_>,
     keys: Option<&'a Bound<'_, PyAny>>,
-) -> PyResult<Vec<Cow<'a, str>>> {
+) -> PyResult<DraftKeys<'a>> {
     let Some(keys) = keys.filter(|keys| !keys.is_none()) else {
-        return Ok(Vec::new());
+        return Ok(DraftKeys::new());
     };
     let not_strings = || invalid(py, "keys", "must be a string or a sequence of strings");
     // Type checks first: a failed `extract` builds an exception, which costs more than
     // the rest of constructing a message.
     if let Ok(text) = keys.cast::<PyString>() {
         let text = text.to_str()?;
-        // One key, the common case: one allocation, no splitting iterator.
+        // One key, the common case: held inline, no allocation, no splitting iterator.
         if !text.is_empty() && !text.as_bytes().contains(&b' ') {
-            return Ok(vec![Cow::Borrowed(text)]);
+            return Ok(DraftKeys::from_buf([Cow::Borrowed(text)]));
         }
         return Ok(text
             .split(' ')
@@ -331,7 +332,7 @@ impl PyMessage {
     }
 
     /// The parts of this message that `put_batch` stores.
-    pub fn draft_parts(&self, py: Python<'_>) -> DraftParts {
+    pub fn draft_parts<'a>(&self, py: Python<'_>) -> DraftParts<'a> {
         let properties = match &self.source {
             Source::Fields(f) => MessageProperties {
                 tags: f.tags.clone(),

@@ -27,5 +27,5 @@ pub mod verify;
 
 pub use error::{Error, Result};
 pub use options::{ConsumeQueueType, FlushMode, StoreOptions};
-pub use record::message::{MessageDraft, PutResult, StoredMessage};
+pub use record::message::{DraftKeys, MessageDraft, PutResult, StoredMessage};
 pub use store::{PullQuery, PullResult, Pulled, Store};

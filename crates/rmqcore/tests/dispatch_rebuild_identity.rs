@@ -69,15 +69,17 @@ fn draft(n: usize, body: &[u8]) -> MessageDraft<'_> {
         1 => draft.tags = Some(format!("Tag{}", n % 4).into()),
         2 => {
             draft.tags = Some("".into());
-            draft.keys = vec![format!("order-{n}").into()];
+            draft.keys = [format!("order-{n}").into()].into_iter().collect();
         }
         3 => {
             draft.tags = Some("标签é".into());
-            draft.keys = vec![
+            draft.keys = [
                 format!("k{}", n % 5).into(),
                 format!("ключ-{n}").into(),
                 "shared".into(),
-            ];
+            ]
+            .into_iter()
+            .collect();
         }
         4 => {
             draft.properties = owned_properties(&[
@@ -85,7 +87,7 @@ fn draft(n: usize, body: &[u8]) -> MessageDraft<'_> {
                 ("color", "red"),
                 ("UNIQ_KEY", &format!("uniq-{n}")),
             ]);
-            draft.keys = vec![format!("order-{n}").into()];
+            draft.keys = [format!("order-{n}").into()].into_iter().collect();
         }
         5 => {
             draft.tags = Some("TagA".into());

@@ -48,7 +48,7 @@ fn fill(root: &Path) -> Store {
     for n in 0..150 {
         let draft = MessageDraft {
             body: b"payload",
-            keys: vec![format!("k{}", n % 11).into()],
+            keys: [format!("k{}", n % 11).into()].into_iter().collect(),
             ..MessageDraft::default()
         };
         store.put("T", 0, &draft).unwrap();
@@ -162,7 +162,7 @@ fn a_file_that_fills_during_recovery_is_compacted_too() {
     for n in 0..48 {
         let draft = MessageDraft {
             body: b"p",
-            keys: vec![format!("k{}", n % 11).into()],
+            keys: [format!("k{}", n % 11).into()].into_iter().collect(),
             ..MessageDraft::default()
         };
         offsets.push(store.put("T", 0, &draft).unwrap().commitlog_offset);

@@ -150,7 +150,7 @@ fn bad_queries_are_errors_not_empty_answers() {
             0,
             &MessageDraft {
                 body: b"x",
-                keys: vec!["a".into()],
+                keys: ["a".into()].into_iter().collect(),
                 ..MessageDraft::default()
             },
         )

@@ -33,7 +33,9 @@ fn crashed_image(live: &Path, image: &Path, messages: usize) -> Vec<i64> {
     store.index().set_compaction_paused(true);
     let mut offsets = Vec::new();
     for n in 0..messages {
-        let keys = vec![format!("k{}", n % 9).into(), format!("m{n}").into()];
+        let keys = [format!("k{}", n % 9).into(), format!("m{n}").into()]
+            .into_iter()
+            .collect();
         let draft = MessageDraft {
             body: &[7u8; 40],
             keys,
@@ -110,7 +112,7 @@ fn entries_past_a_cut_log_are_removed_across_sealed_files() {
                 0,
                 &MessageDraft {
                     body: b"y",
-                    keys: vec![format!("k{}", n % 9).into()],
+                    keys: [format!("k{}", n % 9).into()].into_iter().collect(),
                     ..MessageDraft::default()
                 },
             )

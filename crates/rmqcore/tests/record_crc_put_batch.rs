@@ -24,7 +24,7 @@ fn records_of_every_size_carry_a_matching_record_crc() {
         .map(|body| MessageDraft {
             body,
             tags: Some("t".into()),
-            keys: keys.to_vec(),
+            keys: keys.iter().cloned().collect(),
             ..MessageDraft::default()
         })
         .collect();

@@ -176,7 +176,9 @@ fn store_written_segments_decode_to_what_the_store_reads() {
         let draft = MessageDraft {
             body: &body,
             tags: (i % 3 != 0).then(|| format!("tag-é{}", i % 4).into()),
-            keys: vec![format!("k{i}").into(), "ключ".into()],
+            keys: [format!("k{i}").into(), "ключ".into()]
+                .into_iter()
+                .collect(),
             properties: vec![("p".to_string(), format!("v{i}"))],
             ..Default::default()
         };

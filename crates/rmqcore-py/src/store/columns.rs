@@ -7,6 +7,8 @@ use std::borrow::Cow;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
+use rmqcore::DraftKeys;
+
 use crate::errors::invalid;
 use crate::message::{extract_keys, Metadata, PyMessage};
 
@@ -116,7 +118,7 @@ impl<'py> Columns<'py> {
         };
         let keys = match &self.keys {
             Some(keys) => extract_keys(py, Some(&keys[index]))?,
-            None => Vec::new(),
+            None => DraftKeys::new(),
         };
         Ok(Some(Metadata {
             tags,

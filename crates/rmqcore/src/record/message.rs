@@ -15,6 +15,11 @@ use crate::record::properties::{
 };
 use crate::record::RecordView;
 
+/// A draft's keys: one is held inline, so that a batch of one-key messages allocates
+/// nothing per message for them (a `Vec` per message cost a malloc and a free, about 400
+/// instructions a message of a 100 B batch with keys: callgrind). More spill to the heap.
+pub type DraftKeys<'a> = smallvec::SmallVec<[Cow<'a, str>; 1]>;
+
 /// A message to append. The body, tags and keys may be borrowed so that a binding can
 /// pass its buffers and strings without copying them (a batch's copies and frees of its
 /// tags and keys cost it more than encoding the records).
@@ -22,7 +27,7 @@ use crate::record::RecordView;
 pub struct MessageDraft<'a> {
     pub body: &'a [u8],
     pub tags: Option<Cow<'a, str>>,
-    pub keys: Vec<Cow<'a, str>>,
+    pub keys: DraftKeys<'a>,
     /// User properties; `TAGS` and `KEYS` come from the fields above.
     pub properties: Vec<(String, String)>,
     pub flag: i32,

@@ -197,7 +197,7 @@ mod tests {
         let draft = MessageDraft {
             body,
             tags: None,
-            keys: vec![],
+            keys: Default::default(),
             properties,
             flag: 0,
             born_timestamp: None,
