@@ -93,6 +93,21 @@ def test_indexing_views_and_arrow_layout(store: rmq.Store) -> None:
     assert array.to_pylist() == expected
 
 
+def test_iterating_copies_each_body_as_it_is_reached(store: rmq.Store) -> None:
+    batch = store.read_bodies(TOPIC, 0, 40, 30)
+    expected = [sized_body(i) for i in range(40, 70)]
+    first, second = iter(batch), iter(batch)
+    assert iter(first) is first
+    # Two iterators of one batch go their own ways.
+    assert [next(first) for _ in range(5)] == expected[:5]
+    assert next(second) == expected[0]
+    # An iterator keeps the batch (and its mapped segments) alive.
+    del batch
+    assert list(first) == expected[5:]
+    assert list(first) == [] and next(first, None) is None
+    assert list(second) == expected[1:]
+
+
 def test_tag_filter_and_byte_limit_match_pull(store: rmq.Store) -> None:
     for kwargs in (
         {"tags": "b"},

@@ -4,8 +4,9 @@
 //! deletes their files, and each body's place in them; every record's CRC was checked when
 //! the batch was built. A bulk reader asks for no `rmq.Message` and no Python object per
 //! field: iterating gives each body as `bytes` copied straight from the mapping (the one
-//! copy), `views()` gives zero-copy views (`BodyView`), and `offsets` / `data` give Apache
-//! Arrow's large-binary layout (copied into one buffer the first time they are asked for).
+//! copy) as it is asked for (`body_iterator.rs`), `views()` gives zero-copy views
+//! (`BodyView`), and `offsets` / `data` give Apache Arrow's large-binary layout (copied
+//! into one buffer the first time they are asked for).
 //!
 //! Bodies are handed out as `bytes` by default, not as `memoryview` slices: under callgrind
 //! a slice cost about 700 instructions (an index object each end, a slice object, a view
@@ -17,56 +18,10 @@ use std::sync::OnceLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use rmqcore::commit_log::RecordOwner;
-use rmqcore::record::RecordView;
-
+use crate::body_iterator::new_iterator;
+use crate::body_places::BodyPlaces;
 use crate::body_view::new_view;
 use crate::column_buffer::PyColumnBuffer;
-
-/// Where one body lies: in which owner, from where, how long.
-#[derive(Clone, Copy)]
-struct BodyPlace {
-    owner: u32,
-    position: usize,
-    length: usize,
-}
-
-/// Collects the places of a read's bodies as the store hands its records out (without
-/// the GIL), keeping each record's owner once.
-pub struct BodyPlaces {
-    owners: Vec<RecordOwner>,
-    places: Vec<BodyPlace>,
-    queue_offsets: Vec<i64>,
-}
-
-impl BodyPlaces {
-    pub fn with_capacity(messages: usize) -> Self {
-        // Reserving for a huge `max_count` would be a waste; a read grows as it goes.
-        let messages = messages.min(4096);
-        BodyPlaces {
-            owners: Vec::with_capacity(1),
-            places: Vec::with_capacity(messages),
-            queue_offsets: Vec::with_capacity(messages),
-        }
-    }
-
-    pub fn push(&mut self, view: &RecordView<'_>, owner: &RecordOwner) {
-        if !self.owners.last().is_some_and(|last| last.is_same(owner)) {
-            self.owners.push(owner.clone());
-        }
-        self.places.push(BodyPlace {
-            owner: (self.owners.len() - 1) as u32,
-            position: owner.position_of(view.body),
-            length: view.body.len(),
-        });
-        self.queue_offsets.push(view.queue_offset);
-    }
-
-    fn body(&self, index: usize) -> &[u8] {
-        let place = self.places[index];
-        self.owners[place.owner as usize].bytes(place.position, place.length)
-    }
-}
 
 #[pyclass(name = "BodyBatch", module = "rmq._rmqcore", frozen)]
 pub struct PyBodyBatch {
@@ -86,7 +41,7 @@ pub struct PyBodyBatch {
 
 impl PyBodyBatch {
     pub fn new(py: Python<'_>, mut bodies: BodyPlaces, end: &rmqcore::Pulled) -> PyResult<Self> {
-        let queue_offsets = std::mem::take(&mut bodies.queue_offsets);
+        let queue_offsets = bodies.take_queue_offsets();
         Ok(PyBodyBatch {
             bodies,
             queue_offsets: PyColumnBuffer::of_i64(py, queue_offsets)?,
@@ -98,7 +53,7 @@ impl PyBodyBatch {
     }
 
     pub fn count(&self) -> usize {
-        self.bodies.places.len()
+        self.bodies.len()
     }
 
     /// A `BodyView` of body `index` (the caller checked `index < count`).
@@ -130,7 +85,7 @@ impl PyBodyBatch {
         if let Some(columns) = self.arrow.get() {
             return Ok(columns);
         }
-        let total = self.bodies.places.iter().map(|place| place.length).sum();
+        let total = self.bodies.total_length();
         let mut data = Vec::with_capacity(total);
         let mut offsets = Vec::with_capacity(self.count() + 1);
         offsets.push(0i64);
@@ -159,11 +114,11 @@ impl PyBodyBatch {
         Ok(self.body(py, self.checked_index(index)?))
     }
 
-    /// The bodies in order, as `bytes`: made in one call into a list, whose own iterator
-    /// then costs a reader a few instructions a body rather than a call into this module.
-    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let bodies = PyList::new(py, (0..self.count()).map(|index| self.body(py, index)))?;
-        Ok(bodies.try_iter()?.into_any())
+    /// The bodies in order, as `bytes`, each copied when the iterator reaches it.
+    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: the bodies are inside the batch, which is frozen: they stay where they
+        // are, unchanged, while the batch lives.
+        unsafe { new_iterator(slf.as_any(), &slf.get().bodies) }
     }
 
     /// The bodies in order as zero-copy `BodyView`s into the mapped log, each keeping the
@@ -193,7 +148,7 @@ impl PyBodyBatch {
     }
 
     fn __repr__(&self) -> String {
-        let bytes: usize = self.bodies.places.iter().map(|place| place.length).sum();
+        let bytes: usize = self.bodies.total_length();
         format!(
             "BodyBatch(count={}, bytes={bytes}, next_offset={})",
             self.count(),

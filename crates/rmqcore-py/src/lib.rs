@@ -4,6 +4,8 @@
 use pyo3::prelude::*;
 
 mod body_batch;
+mod body_iterator;
+mod body_places;
 mod body_view;
 mod column_buffer;
 mod decoder;
@@ -41,6 +43,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::PyEncodedPull>()?;
     module.add_class::<body_batch::PyBodyBatch>()?;
     body_view::add_type(module)?;
+    body_iterator::make_type(module.py())?;
     module.add_class::<producer_core::PyProducerCore>()?;
     module.add_class::<transport::PyTransport>()?;
     module.add_class::<transport::PyPendingCall>()?;

@@ -12,7 +12,8 @@ use rmqcore::record::RecordView;
 use rmqcore::tag_filter::TagFilter;
 use rmqcore::PullQuery;
 
-use crate::body_batch::{BodyPlaces, PyBodyBatch};
+use crate::body_batch::PyBodyBatch;
+use crate::body_places::BodyPlaces;
 use crate::errors::{invalid, without_gil};
 use crate::message::{checked_i32, PyMessage};
 use crate::read_records::ReadRecords;

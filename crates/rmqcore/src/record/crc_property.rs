@@ -2,7 +2,7 @@
 //! record's properties are `__CRC32#`, 0x01, ten decimal digits least-significant first,
 //! 0x02, covering every record byte before that region.
 
-use crate::record::body_crc::{body_crc, crc32, masked_crc};
+use crate::record::body_crc::{body_crc, crc32, crc32_update, masked_crc};
 use crate::record::crc_shift::crc32_combine;
 use crate::record::RecordView;
 
@@ -85,9 +85,7 @@ fn record_crc(covered: &[u8], body: Option<KnownBody>) -> u32 {
             let end = body.start + body.length;
             let head = crc32(&covered[..body.start]);
             let through_body = crc32_combine(head, body.crc32, body.length as u64);
-            let mut tail = crc32fast::Hasher::new_with_initial(through_body);
-            tail.update(&covered[end..]);
-            tail.finalize()
+            crc32_update(through_body, &covered[end..])
         }
         _ => crc32(covered),
     }

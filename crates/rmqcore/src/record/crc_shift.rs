@@ -43,8 +43,9 @@ const fn powers_of_two() -> [u32; 64] {
 
 const X_TO_TWO_TO_THE: [u32; 64] = powers_of_two();
 
-/// x^(8·length) mod P: the factor that moves a CRC past `length` bytes.
-fn factor_for(length: u64) -> u32 {
+/// x^(8·length) mod P: the factor that moves a CRC past `length` bytes (a `const fn`:
+/// `crc32_clmul` builds its fold multipliers from it at compile time).
+pub(crate) const fn factor_for(length: u64) -> u32 {
     let mut factor = ONE;
     // 8·length = length << 3: bit k of length is bit k + 3 of the exponent.
     let mut rest = length;

@@ -5,6 +5,7 @@
 //! IPv6 host, so they are computed from the sys flag rather than named as constants.
 
 pub mod body_crc;
+mod crc32_clmul;
 pub mod crc_property;
 pub mod crc_shift;
 pub mod host;
