@@ -357,6 +357,19 @@ mod tests {
         assert_eq!(body, framed(&prost::Message::encode_to_vec(&message)));
     }
 
+    #[tokio::test]
+    async fn a_message_encoded_after_the_prefix_is_framed_as_its_bytes_would_be() {
+        let mut out = vec![0xff; FRAME_PREFIX];
+        out.extend_from_slice(b"pulled messages");
+        let body = ok_in_place(out)
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes();
+        assert_eq!(body, framed(b"pulled messages"));
+    }
+
     #[test]
     fn answers_do_not_tell_their_exact_size() {
         // hyper writes a content-length for a body of exact size; gRPC answers carry none.
