@@ -15,7 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 from rmq import errors
-from rmq._rmqcore import PendingCall, Transport
+from rmq._rmqcore import PendingCall, Transport, decode_pull_response
 from rmq.client import Client
 from rmq.client.transport import method_path
 from rmq.proto.v1 import broker_pb2 as pb
@@ -111,6 +111,9 @@ def test_a_status_from_the_broker_raises_its_class(brokers: Brokers) -> None:
         call.result()
     assert pulled.value.code.value[0] == call.error[0]
     assert type(pulled.value) is not errors.BrokerError  # a specific class of the table
+    # Decoding the failed call's answer (as the consumer hands it over) raises the same.
+    with pytest.raises(type(pulled.value)):
+        decode_pull_response(call)
     transport.close()
     with pytest.raises(errors.StoreClosedError):
         transport.call(broker.endpoint, GET_ROUTE, request)

@@ -11,6 +11,7 @@ No valid record is ever skipped.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,37 @@ def test_on_corrupt_raise_stops_at_the_damaged_record_until_the_application_seek
                 rest += [m.body for m in consumer.poll(timeout=2.0)]
             assert rest == [body(i) for i in range(VICTIM + 1, COUNT)]
             assert consumer.corrupt_skipped == 0
+
+
+@pytest.mark.parametrize("on_corrupt", ["skip", "raise"])
+def test_a_pull_that_read_ahead_into_the_damaged_record_waits_for_the_messages_before_it(
+    damaged_broker: tuple[Path, LocalBroker], on_corrupt: str
+) -> None:
+    """Small pulls, small polls and a slow application: the queue reads a pull ahead while
+    messages are still buffered, so the pull that meets the damaged record ends before the
+    messages ahead of it are handed out. They come first, then the damage is acted on at
+    its offset."""
+    _, broker = damaged_broker
+    with broker, Client(broker.endpoint) as client:
+        got: list[bytes] = []
+        options: dict[str, object] = {"max_messages": 25, "max_poll_messages": 10}
+        with client.consumer(
+            f"ahead-{on_corrupt}", TOPIC, on_corrupt=on_corrupt, **options
+        ) as consumer:  # type: ignore[arg-type]
+            if on_corrupt == "raise":
+                with pytest.raises(BrokerDataLossError) as raised:
+                    for _ in range(80):
+                        got += [m.body for m in consumer.poll(timeout=0.5)]
+                        time.sleep(0.05)  # the pull read ahead ends meanwhile
+                assert got == [body(i) for i in range(VICTIM)]
+                assert raised.value.queue_offset == VICTIM
+                assert consumer.positions() == {0: VICTIM}
+            else:
+                for _ in range(80):
+                    got += [m.body for m in consumer.poll(timeout=0.5)]
+                    if len(got) >= COUNT - 1:
+                        break
+                    time.sleep(0.05)
+                assert got == [body(i) for i in range(COUNT) if i != VICTIM]
+                assert consumer.corrupt_skipped == 1
+                assert consumer.positions() == {0: COUNT}

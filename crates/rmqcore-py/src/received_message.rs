@@ -8,9 +8,15 @@
 //! in a cycle) with its scalar fields decoded and the places of its strings and body;
 //! Python objects for those are made when asked for. Keys and properties are found again
 //! in the message's bytes when asked for.
+//!
+//! The consumer hands over its pull's answer as the transport received it
+//! (`decode_pull_response(pending_call)`): the messages share those bytes, where copying
+//! them into a Python `bytes` first cost a buffer of a few MiB per pull, its pages faulted
+//! in, and a copy of every body.
 
 use std::ops::Range;
 
+use bytes::Bytes;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
@@ -22,10 +28,12 @@ use rmqproto::wire::{WireReader, WireValue};
 use rmqproto::fields::pull_response as response;
 use rmqproto::stored_view::{put_property, StoredView};
 
+use crate::transport::PyPendingCall;
+
 #[pyclass(frozen, module = "rmq._rmqcore", name = "ReceivedMessage")]
 pub struct PyReceivedMessage {
     /// The bytes the message was read from (a whole Pull response, shared).
-    raw: Py<PyBytes>,
+    raw: Bytes,
     /// Where this `StoredMessage` lies in `raw`.
     message: Range<usize>,
     topic: Range<usize>,
@@ -62,8 +70,8 @@ fn int64(value: u64) -> i64 {
 
 impl PyReceivedMessage {
     /// Decode the `StoredMessage` at `message` in `raw`.
-    fn decode(raw: &Bound<'_, PyBytes>, message: Range<usize>) -> PyResult<Self> {
-        let whole = raw.as_bytes();
+    fn decode(raw: &Bytes, message: Range<usize>) -> PyResult<Self> {
+        let whole = raw.as_ref();
         let view =
             StoredView::parse(&whole[message.clone()], |_| Ok(())).map_err(|_| malformed())?;
         // A field the message leaves out is an empty slice from elsewhere, not in `whole`.
@@ -73,7 +81,7 @@ impl PyReceivedMessage {
             false => span(whole, part),
         };
         Ok(PyReceivedMessage {
-            raw: raw.clone().unbind(),
+            raw: raw.clone(),
             message,
             topic: at(view.topic),
             body: at(view.body),
@@ -102,19 +110,19 @@ impl PyReceivedMessage {
         Ok(message)
     }
 
-    fn bytes<'a>(&'a self, py: Python<'a>, at: &Range<usize>) -> &'a [u8] {
-        &self.raw.as_bytes(py)[at.clone()]
+    fn bytes(&self, at: &Range<usize>) -> &[u8] {
+        &self.raw[at.clone()]
     }
 
     fn text<'py>(&self, py: Python<'py>, at: &Range<usize>) -> PyResult<Bound<'py, PyString>> {
-        let text = std::str::from_utf8(self.bytes(py, at))
+        let text = std::str::from_utf8(self.bytes(at))
             .map_err(|_| PyValueError::new_err("a StoredMessage string is not UTF-8"))?;
         Ok(PyString::new(py, text))
     }
 
     /// The length-delimited values of `field` in this message, in order.
-    fn repeated<'a>(&'a self, py: Python<'a>, field: u32) -> PyResult<Vec<&'a [u8]>> {
-        let mut reader = WireReader::new(self.bytes(py, &self.message));
+    fn repeated(&self, field: u32) -> PyResult<Vec<&[u8]>> {
+        let mut reader = WireReader::new(self.bytes(&self.message));
         let mut found = Vec::new();
         while let Some((number, value)) = reader.next_field().ok_or_else(malformed)? {
             if let (true, WireValue::Bytes(bytes)) = (number == field, value) {
@@ -124,8 +132,8 @@ impl PyReceivedMessage {
         Ok(found)
     }
 
-    fn keys_vec(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        self.repeated(py, stored::KEYS)?
+    fn keys_vec(&self) -> PyResult<Vec<String>> {
+        self.repeated(stored::KEYS)?
             .into_iter()
             .map(|key| {
                 String::from_utf8(key.to_vec())
@@ -135,9 +143,9 @@ impl PyReceivedMessage {
     }
 
     /// Map entries in order; a later entry for the same name wins, as in protobuf.
-    fn properties_vec(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
+    fn properties_vec(&self) -> PyResult<Vec<(String, String)>> {
         let mut entries = Vec::new();
-        for entry in self.repeated(py, stored::PROPERTIES)? {
+        for entry in self.repeated(stored::PROPERTIES)? {
             put_property(&mut entries, entry).map_err(|_| malformed())?;
         }
         let text = |bytes: &[u8]| {
@@ -150,7 +158,7 @@ impl PyReceivedMessage {
             .collect()
     }
 
-    fn same_fields(&self, py: Python<'_>, other: &Self) -> PyResult<bool> {
+    fn same_fields(&self, other: &Self) -> PyResult<bool> {
         let scalars = |m: &Self| {
             (
                 m.queue_id,
@@ -167,8 +175,8 @@ impl PyReceivedMessage {
         let texts = |m: &Self| -> Vec<Option<Vec<u8>>> {
             [&m.topic, &m.body, &m.born_host, &m.store_host, &m.msg_id]
                 .into_iter()
-                .map(|at| Some(m.bytes(py, at).to_vec()))
-                .chain([m.tags.as_ref().map(|at| m.bytes(py, at).to_vec())])
+                .map(|at| Some(m.bytes(at).to_vec()))
+                .chain([m.tags.as_ref().map(|at| m.bytes(at).to_vec())])
                 .collect()
         };
         let sorted = |mut entries: Vec<(String, String)>| {
@@ -177,8 +185,8 @@ impl PyReceivedMessage {
         };
         Ok(scalars(self) == scalars(other)
             && texts(self) == texts(other)
-            && self.keys_vec(py)? == other.keys_vec(py)?
-            && sorted(self.properties_vec(py)?) == sorted(other.properties_vec(py)?))
+            && self.keys_vec()? == other.keys_vec()?
+            && sorted(self.properties_vec()?) == sorted(other.properties_vec()?))
     }
 }
 
@@ -191,7 +199,8 @@ impl PyReceivedMessage {
             .call_method0("SerializeToString")?
             .cast_into::<PyBytes>()
             .map_err(PyErr::from)?;
-        let length = raw.as_bytes().len();
+        let raw = Bytes::copy_from_slice(raw.as_bytes());
+        let length = raw.len();
         Self::create(py, Self::decode(&raw, 0..length)?)
     }
 
@@ -217,7 +226,7 @@ impl PyReceivedMessage {
     }
     #[getter]
     fn body<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.bytes(py, &self.body))
+        PyBytes::new(py, self.bytes(&self.body))
     }
     #[getter]
     fn tags<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyString>>> {
@@ -225,12 +234,12 @@ impl PyReceivedMessage {
     }
     #[getter]
     fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.keys_vec(py)?)
+        PyTuple::new(py, self.keys_vec()?)
     }
     #[getter]
     fn properties<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
-        for (name, value) in self.properties_vec(py)? {
+        for (name, value) in self.properties_vec()? {
             dict.set_item(name, value)?;
         }
         Ok(dict)
@@ -271,7 +280,7 @@ impl PyReceivedMessage {
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match other.cast::<PyReceivedMessage>() {
             Ok(other) => Ok(self
-                .same_fields(py, other.get())?
+                .same_fields(other.get())?
                 .into_pyobject(py)?
                 .to_owned()
                 .into_any()
@@ -298,14 +307,26 @@ impl PyReceivedMessage {
     }
 }
 
+/// An encoded `rmq.v1.PullResponse`: a pull's answer as the transport received it, or
+/// bytes.
+#[derive(FromPyObject)]
+pub enum PullAnswer<'py> {
+    Call(PyRef<'py, PyPendingCall>),
+    Bytes(Bound<'py, PyBytes>),
+}
+
 /// The messages of an encoded `rmq.v1.PullResponse` and its `next_offset`,
-/// `min_offset` and `max_offset`.
+/// `min_offset` and `max_offset`. A failed call raises as its `result()` does.
 #[pyfunction]
 pub fn decode_pull_response(
     py: Python<'_>,
-    raw: &Bound<'_, PyBytes>,
+    raw: PullAnswer<'_>,
 ) -> PyResult<(Vec<Py<PyReceivedMessage>>, i64, i64, i64)> {
-    let whole = raw.as_bytes();
+    let raw = match raw {
+        PullAnswer::Call(call) => call.answer(py)?,
+        PullAnswer::Bytes(bytes) => Bytes::copy_from_slice(bytes.as_bytes()),
+    };
+    let whole = raw.as_ref();
     let mut messages = Vec::new();
     let (mut next, mut min, mut max) = (0, 0, 0);
     let mut reader = WireReader::new(whole);
@@ -313,7 +334,7 @@ pub fn decode_pull_response(
     while let Some((field, value)) = reader.next_field().ok_or_else(malformed_response)? {
         match (field, value) {
             (PULL_RESPONSE_MESSAGES, WireValue::Bytes(message)) => {
-                let decoded = PyReceivedMessage::decode(raw, span(whole, message))?;
+                let decoded = PyReceivedMessage::decode(&raw, span(whole, message))?;
                 messages.push(PyReceivedMessage::create(py, decoded)?);
             }
             (response::NEXT_OFFSET, WireValue::Varint(value)) => next = int64(value),

@@ -219,6 +219,17 @@ impl PyTransport {
     }
 }
 
+impl PyPendingCall {
+    /// The answer's bytes, shared rather than copied; a failure raises as `result()`.
+    pub fn answer(&self, py: Python<'_>) -> PyResult<Bytes> {
+        match lock(&self.outcome).as_ref() {
+            Some(Ok(body)) => Ok(body.clone()),
+            Some(Err(error)) => Err(failure(py, error, "")),
+            None => Err(PyRuntimeError::new_err("the call has not ended")),
+        }
+    }
+}
+
 #[pymethods]
 impl PyPendingCall {
     /// Whether the call ended (answered, failed or cancelled).

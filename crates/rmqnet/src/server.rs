@@ -87,6 +87,7 @@ impl ShardServer {
         // at a time (a futex wake, a context switch and a socket write per request).
         // Blocking work (puts that wait for a flush, pulls, claims) goes to blocking
         // threads, so the worker keeps serving.
+        crate::freed_memory::keep_freed_memory();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("rmq-data-plane")

@@ -88,7 +88,7 @@ impl Shard {
                 let (reader, topic_owned, filter) =
                     (Arc::clone(&store), topic.clone(), filter.clone());
                 let pulled = tokio::task::spawn_blocking(move || {
-                    let mut encoder = PullEncoder::default();
+                    let mut encoder = PullEncoder::after_prefix(grpc::FRAME_PREFIX);
                     let query = PullQuery::new(&topic_owned, queue_id, offset, max_messages)
                         .with_filter(filter.as_ref())
                         .with_max_bytes(Some(max_bytes));
@@ -124,7 +124,7 @@ impl Shard {
                         pulled.min_offset,
                         pulled.max_offset,
                     ));
-                    return Ok(grpc::ok(&encoded));
+                    return Ok(grpc::ok_in_place(encoded));
                 }
                 offset = pulled.next_offset; // only entries the tag filter passed over
                 continue;

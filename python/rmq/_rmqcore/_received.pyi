@@ -2,6 +2,8 @@
 
 from typing import ClassVar, final
 
+from ._transport import PendingCall
+
 @final
 class ReceivedMessage:
     """A message read from the broker, with the fields of ``rmq.Message``.
@@ -49,6 +51,9 @@ class ReceivedMessage:
     def __eq__(self, value: object, /) -> bool: ...
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
-def decode_pull_response(raw: bytes) -> tuple[list[ReceivedMessage], int, int, int]:
+def decode_pull_response(
+    raw: bytes | PendingCall,
+) -> tuple[list[ReceivedMessage], int, int, int]:
     """The messages of an encoded ``rmq.v1.PullResponse``, and its ``next_offset``,
-    ``min_offset`` and ``max_offset``."""
+    ``min_offset`` and ``max_offset``. A ``PendingCall`` (a pull the transport answered)
+    is read without copying its answer; a failed one raises as its ``result()`` does."""

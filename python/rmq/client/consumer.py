@@ -1,11 +1,16 @@
 """The consumer: long polling over every queue of a topic, offsets committed per group.
 
-Each queue has at most one Pull in flight. ``poll`` starts pulls for queues with nothing
-buffered, waits until some message arrived or the timeout passed, and hands out what is
-buffered. A pull still in flight when ``poll`` returns keeps going, and what it brings is
-handed out by a later ``poll``, so nothing is dropped. ``commit`` stores, per queue, the
-offset after the last message handed out: after a restart the group resumes there and
-sees again anything handed out but not committed (at least once).
+Each queue has at most one Pull in flight. ``poll`` hands out what is buffered, or waits
+until some message arrived or the timeout passed, and starts pulls for queues holding at
+most one pull's worth (``max_messages``): a queue reads one pull ahead, so the shard
+reads its next messages while the application works through the last ones (waiting for
+the buffer to empty left the shards idle while the client handed messages out, and the
+client idle while they read). A pull still in flight when ``poll`` returns keeps going,
+and what it brings is handed out by a later ``poll``, so nothing is dropped. A pull that
+read ahead and failed is acted on once the messages before it are handed out.
+``commit`` stores, per queue, the offset after the last message handed out: after a
+restart the group resumes there and sees again anything handed out but not committed (at
+least once).
 
 A damaged record (the shard answers DATA_LOSS for a pull that starts at it; records
 before it come back first) must not stop a group forever. With ``on_corrupt="skip"``
@@ -48,8 +53,8 @@ _COMMIT_OFFSETS = method_path("Shard", "CommitOffsets")
 
 class _Queue:
     __slots__ = (
-        "buffer", "call", "committed", "delivered", "fetch", "paused_until", "queue_id",
-        "reset_from",
+        "buffer", "call", "committed", "delivered", "failed", "fetch", "paused_until",
+        "queue_id", "reset_from",
     )  # fmt: skip
 
     def __init__(self, queue_id: int) -> None:
@@ -61,6 +66,9 @@ class _Queue:
         self.call: PendingCall | None = None
         self.paused_until = 0.0
         self.reset_from = -1  # offset a pull found out of range, to be repositioned
+        # A pull that read ahead and failed: (offset, (code, message), resume_offset),
+        # acted on once the buffer before it is handed out.
+        self.failed: tuple[int, tuple[int, str], int | None] | None = None
 
 
 class Consumer:
@@ -159,6 +167,7 @@ class Consumer:
                 state.call.cancel()
                 state.call = None
             state.buffer.clear()
+            state.failed = None
             state.fetch = state.delivered = offset
 
     # ---- polling ----
@@ -176,9 +185,11 @@ class Consumer:
                 if self._errors:
                     raise self._errors.pop(0)
                 out = self._drain()
-                if out:
-                    return out
                 now = time.monotonic()
+                if out:
+                    # Queues read ahead now, while the caller works through what it got.
+                    self._start_pulls(int(max(deadline - now, 0.0) * 1000))
+                    return out
                 if now >= deadline:
                     return []
                 self._start_pulls(int((deadline - now) * 1000))
@@ -201,6 +212,10 @@ class Consumer:
             buffer = state.buffer
             out.extend([buffer.popleft() for _ in range(take)])
             state.delivered = out[-1].queue_offset + 1
+            if not buffer and state.failed is not None:
+                offset, error, resume_offset = state.failed
+                state.failed = None
+                self._failed(state, offset, error, resume_offset)
         return out
 
     def _start_pulls(self, wait_ms: int) -> None:
@@ -212,7 +227,12 @@ class Consumer:
                 log.info("route of %s: %s", self.topic, error)
         now = time.monotonic()
         for state in self._queues.values():
-            if state.call is not None or state.buffer or now < state.paused_until:
+            if (
+                state.call is not None
+                or len(state.buffer) > self._max_messages
+                or state.failed is not None
+                or now < state.paused_until
+            ):
                 continue
             if state.reset_from >= 0:
                 self._reset_out_of_range(state)
@@ -251,27 +271,36 @@ class Consumer:
                 return  # cancelled by seek or close
             state.call = None
             if call.error is not None:
-                code, message = call.error
-                what = f"pull {self.topic}/{state.queue_id}"
-                failure = from_status(code, message, what, call.resume_offset)
-                if isinstance(failure, BrokerOutOfRangeError):
-                    state.reset_from = offset
-                elif isinstance(failure, BrokerDataLossError) and state.fetch == offset:
-                    self._damaged(state, offset, failure)
-                elif is_retryable(failure.code):
-                    self._pause(state, failure)
+                if state.buffer:  # it read ahead: the messages before it go out first
+                    state.failed = (offset, call.error, call.resume_offset)
                 else:
-                    self._errors.append(failure)
+                    self._failed(state, offset, call.error, call.resume_offset)
                 self._cond.notify_all()
                 return
             if state.fetch == offset:
-                messages, state.fetch, _, _ = decode_pull_response(call.result())
+                messages, state.fetch, _, _ = decode_pull_response(call)
                 state.buffer.extend(messages)
             self._cond.notify_all()
 
+    def _failed(
+        self, state: _Queue, offset: int, error: tuple[int, str], resume_offset: int | None
+    ) -> None:
+        """The pull from ``offset`` failed with ``error`` (code, message), and every
+        message before it was handed out."""
+        code, message = error
+        failure = from_status(code, message, f"pull {self.topic}/{state.queue_id}", resume_offset)
+        if isinstance(failure, BrokerOutOfRangeError):
+            state.reset_from = offset
+        elif isinstance(failure, BrokerDataLossError) and state.fetch == offset:
+            self._damaged(state, offset, failure)
+        elif is_retryable(failure.code):
+            self._pause(state, failure)
+        else:
+            self._errors.append(failure)
+
     def _damaged(self, state: _Queue, offset: int, failure: BrokerDataLossError) -> None:
         """The record at ``offset`` is damaged; everything before it was handed out (a
-        queue is pulled only once its buffer is empty). When the shard says where the
+        failed pull waits for the buffer before it to be handed out). When the shard says where the
         queue's records past the lost data start (a tier object gone: ``resume_offset``),
         the skip goes there in one step."""
         failure.queue_id = state.queue_id

@@ -2,8 +2,9 @@
 unary calls over the client's own HTTP/2 connections, TLS and token included.
 
 Requests and answers cross it as bytes: protobuf messages are serialised here
-(``SerializeToString``/``FromString``); a pull's answer stays bytes for
-``rmq._rmqcore.decode_pull_response``. A failed call raises the class of the one client
+(``SerializeToString``/``FromString``); a pull's answer goes to
+``rmq._rmqcore.decode_pull_response`` as the ``PendingCall`` holding it, not copied into
+``bytes``. A failed call raises the class of the one client
 table (``rmq._rmqcore.broker_error``) with its gRPC status.
 """
 

@@ -110,6 +110,7 @@ impl ShardChannels {
         metadata: &[(String, String)],
         tls: Option<Tls>,
     ) -> Result<Self, String> {
+        crate::freed_memory::keep_freed_memory();
         let metadata = metadata
             .iter()
             .map(|(key, value)| {

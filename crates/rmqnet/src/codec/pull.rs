@@ -42,6 +42,15 @@ impl PullEncoder {
         self.scratch = scratch;
     }
 
+    /// An encoder whose output starts with `prefix` zero bytes, for a frame header to
+    /// be written there later (`grpc::ok_in_place`).
+    pub fn after_prefix(prefix: usize) -> PullEncoder {
+        PullEncoder {
+            out: vec![0; prefix],
+            ..PullEncoder::default()
+        }
+    }
+
     pub fn finish(self) -> Vec<u8> {
         self.out
     }
