@@ -1,5 +1,5 @@
-//! A process that serves a shard, or runs a client's connections, has malloc keep the
-//! memory it frees for its next buffers rather than hand it back to the system at once.
+//! A process that serves a shard has malloc keep the memory it frees for its next buffers
+//! rather than hand it back to the system at once.
 //!
 //! A pull's answer is a buffer of a few MiB (1,024 messages of 1 KiB: 1 MiB), built by
 //! the shard and received by the client, then freed, many times a second. glibc's malloc
@@ -11,7 +11,8 @@
 //! The thresholds cost memory that a process has already used once: what it frees stays
 //! mapped, up to `TRIM_THRESHOLD` per malloc arena. `MALLOC_MMAP_THRESHOLD_` or
 //! `MALLOC_TRIM_THRESHOLD_` in the environment (glibc's own tunables) leave malloc as
-//! they set it.
+//! they set it. A client does not set them: it runs inside its user's process, whose
+//! malloc is not rmq's to change (a user who wants the same gain sets those variables).
 
 /// Allocations up to this size come from malloc's heaps, not from a mapping of their own
 /// (a pull answers at most 16 MiB by default).

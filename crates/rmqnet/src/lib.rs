@@ -1,6 +1,6 @@
 //! rmq's network hot path: the producer's client core (`client`), a shard process's public gRPC endpoint served from the engine
 //! (`server`, `shard` with its bounds in `shard_limits`, its TLS in `server_tls`; RocketMQ 5's calls in `rocketmq`), the proxy to the process's Python server for everything else
-//! (`proxy`), the allocator setting of a process serving or running clients (`freed_memory`), the long-poll wake-ups both sides share (`signals`), and the codec of the
+//! (`proxy`), the allocator setting of a process serving shards (`freed_memory`), the long-poll wake-ups both sides share (`signals`), and the codec of the
 //! hot-path messages (`codec`), which the Python binding's fast path uses too.
 
 pub mod client;

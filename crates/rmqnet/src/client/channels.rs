@@ -110,7 +110,6 @@ impl ShardChannels {
         metadata: &[(String, String)],
         tls: Option<Tls>,
     ) -> Result<Self, String> {
-        crate::freed_memory::keep_freed_memory();
         let metadata = metadata
             .iter()
             .map(|(key, value)| {
