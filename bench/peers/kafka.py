@@ -81,7 +81,7 @@ class Kafka:
                 ]
             )
         )
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = _cluster_id()
         fmt = run_java_tool(
             "kafka.tools.StorageTool",
             ["format", "-t", cluster_id, "-c", str(props)],
@@ -215,3 +215,13 @@ class Kafka:
         if self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)
             self.home = None
+
+
+def _cluster_id() -> str:
+    """A random KRaft cluster id: a UUID in URL-safe base64. One that begins with "-" is
+    drawn again, as Kafka's own tool does: the storage tool's argument parser would read
+    it as an option ("--cluster-id expected one argument")."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
