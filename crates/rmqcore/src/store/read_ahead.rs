@@ -25,7 +25,7 @@ const GROUP: i64 = 1024;
 const MIN_GROUPS_AHEAD: i64 = 3;
 /// More groups are hinted until the hinted records span this many bytes of the log (what
 /// one hint fetches is still bounded by the read cache, `BlockCache::fetch_ahead_limit`).
-const AHEAD_SPAN: u64 = 12 << 20;
+const AHEAD_SPAN: u64 = 24 << 20;
 /// And never more groups than this ahead.
 const MAX_GROUPS_AHEAD: i64 = 16;
 /// Queues remembered; past this the memory is cleared (a hint is only a hint).
