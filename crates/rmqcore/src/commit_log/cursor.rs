@@ -16,8 +16,9 @@ pub struct LogCursor<'log> {
     /// The segment last read from, kept mapped while the cursor lives, even if retention
     /// deletes its file meanwhile: the records in it were readable when the read began.
     segment: Option<RecordOwner>,
-    /// The evicted segment last read from, likewise: the next records in it cost no
-    /// lookup of their segment (each read still checks the tier lists it).
+    /// The evicted segment last read from, likewise, with the bytes its last read gave:
+    /// the next records in it cost no lookup of their segment (each read asked of the
+    /// tier still checks the tier lists it), those in the kept bytes no read at all.
     remote: Option<RemoteSegmentAt>,
     min_offset: u64,
 }
