@@ -230,3 +230,27 @@ impl CommitLog {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_bytes_serve_only_the_positions_they_hold() {
+        let mut segment = RemoteSegmentAt {
+            start: 1000,
+            size: 500,
+            object: Arc::from(Path::new("bucket/segment")),
+            kept: None,
+        };
+        assert!(segment.kept_from(10).is_none(), "nothing kept yet");
+        segment.kept = Some((100, Bytes::from_static(b"abcdefgh")));
+        assert_eq!(&segment.kept_from(100).unwrap()[..], b"abcdefgh");
+        assert_eq!(&segment.kept_from(103).unwrap()[..], b"defgh");
+        assert_eq!(&segment.kept_from(107).unwrap()[..], b"h");
+        assert!(segment.kept_from(108).is_none(), "past the kept bytes");
+        assert!(segment.kept_from(99).is_none(), "before them");
+        assert!(segment.contains(1000) && segment.contains(1499));
+        assert!(!segment.contains(999) && !segment.contains(1500));
+    }
+}
