@@ -10,11 +10,16 @@ use pyo3::types::PyBytes;
 use rmqcore::record::message::MessageProperties;
 use rmqcore::record::{decode_record, Decoded, RecordView};
 
+/// The most a read reserves for its records up front.
+const MAX_RESERVED: usize = 1 << 20;
+
 /// Collects records as the store hands them out (without the GIL).
 #[derive(Default)]
 pub struct ReadRecords {
     bytes: Vec<u8>,
     spans: Vec<Span>,
+    /// How many records the read may return (0: unknown).
+    expected: usize,
 }
 
 #[derive(Clone)]
@@ -24,7 +29,23 @@ struct Span {
 }
 
 impl ReadRecords {
+    /// For a read of at most `records` records.
+    pub fn expecting(records: usize) -> Self {
+        ReadRecords {
+            expected: records,
+            ..ReadRecords::default()
+        }
+    }
+
     pub fn push(&mut self, view: &RecordView<'_>) {
+        if self.spans.is_empty() {
+            // Room for as many records as large as the first (within a bound): grown by
+            // doubling, the buffer of a 32-record read was copied five times over, a
+            // copy of every byte read (callgrind: 12 % of a tiered pull's instructions,
+            // where the tier's cached blocks leave the heap no room to grow in place).
+            let wanted = view.raw.len().saturating_mul(self.expected);
+            self.bytes.reserve(wanted.min(MAX_RESERVED));
+        }
         let start = self.bytes.len();
         // The body is a slice of the record: its place in the copy follows from its place
         // in the original.

@@ -160,8 +160,12 @@ impl PyStore {
         tags: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyList>> {
         let arguments = PullArguments::convert(py, topic, queue_id, offset, max_count, tags, None)?;
-        let (records, _) =
-            self.pull_into(py, &arguments, ReadRecords::default(), ReadRecords::push)?;
+        let (records, _) = self.pull_into(
+            py,
+            &arguments,
+            ReadRecords::expecting(arguments.max_count),
+            ReadRecords::push,
+        )?;
         records_to_list(py, records)
     }
 
@@ -220,8 +224,12 @@ impl PyStore {
         py: Python<'_>,
         arguments: &PullArguments<'_>,
     ) -> PyResult<PyPullResult> {
-        let (records, pulled) =
-            self.pull_into(py, arguments, ReadRecords::default(), ReadRecords::push)?;
+        let (records, pulled) = self.pull_into(
+            py,
+            arguments,
+            ReadRecords::expecting(arguments.max_count),
+            ReadRecords::push,
+        )?;
         Ok(PyPullResult {
             messages: records_to_list(py, records)?,
             next_offset: pulled.next_offset,

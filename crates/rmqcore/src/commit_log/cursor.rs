@@ -6,6 +6,7 @@
 use crate::error::{Error, Result};
 use crate::record::RecordView;
 
+use super::tiered::RemoteSegmentAt;
 use super::{CommitLog, RecordOwner};
 
 /// A reader of records at offsets the caller chooses (a queue's entries), each checked as
@@ -15,6 +16,10 @@ pub struct LogCursor<'log> {
     /// The segment last read from, kept mapped while the cursor lives, even if retention
     /// deletes its file meanwhile: the records in it were readable when the read began.
     segment: Option<RecordOwner>,
+    /// The evicted segment last read from, likewise, with the bytes its last read gave:
+    /// the next records in it cost no lookup of their segment (each read asked of the
+    /// tier still checks the tier lists it), those in the kept bytes no read at all.
+    remote: Option<RemoteSegmentAt>,
     min_offset: u64,
 }
 
@@ -23,6 +28,7 @@ impl<'log> LogCursor<'log> {
         LogCursor {
             log,
             segment: None,
+            remote: None,
             min_offset: log.min_offset(),
         }
     }
@@ -44,6 +50,27 @@ impl<'log> LogCursor<'log> {
                 max: end as i64,
             });
         }
+        let mut visit = Some(visit);
+        if let (Some(at), Some(remote)) = (
+            self.remote.as_mut().filter(|at| at.contains(offset)),
+            self.log.remote.get(),
+        ) {
+            // Decoded and checked once, and handed over as it is.
+            let read =
+                self.log
+                    .remote_record(remote.as_ref(), at, offset, check_crc, |view, bytes| {
+                        let visit = visit.take().expect("visited once");
+                        visit(view, &RecordOwner::Fetched(bytes.clone()))
+                    });
+            match read {
+                Ok(result) => return Ok(result),
+                // The segment left the tier since: read as a first read is, which answers
+                // for an offset no segment holds any more as it always has.
+                Err(Error::NotFound(_)) => self.remote = None,
+                Err(error) => return Err(error),
+            }
+        }
+        let visit = visit.take().expect("not visited yet");
         let holds = |owner: &RecordOwner| match owner {
             RecordOwner::Mapped(segment) => segment.contains(offset),
             RecordOwner::Fetched(_) => false,
@@ -59,6 +86,11 @@ impl<'log> LogCursor<'log> {
             // An evicted segment: the tier's copy, record by record.
             _ => {
                 let record = self.log.read(offset, check_crc)?;
+                self.remote = self
+                    .log
+                    .remote
+                    .get()
+                    .and_then(|remote| RemoteSegmentAt::holding(remote.as_ref(), offset));
                 Ok(visit(&record.view(), &record.owner()))
             }
         }

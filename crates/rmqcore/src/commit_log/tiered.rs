@@ -10,10 +10,47 @@ use super::{CommitLog, RecordRef};
 use crate::big_endian::read_i32;
 use crate::error::{Error, Result};
 use crate::files::segment::Segment;
-use crate::record::{decode_record, Decoded};
+use crate::record::{decode_record, Decoded, RecordView};
 
 /// Bytes read at a record's position before its length is known.
 const FIRST_READ: usize = 4096;
+
+/// The evicted segment a record was read from: what a reader of several records
+/// (`LogCursor`) keeps, so that the next ones in it cost no lookup of their segment.
+#[derive(Debug, Clone)]
+pub(super) struct RemoteSegmentAt {
+    start: u64,
+    size: u64,
+    /// How errors name the segment's copy.
+    object: Arc<Path>,
+    /// The bytes the last read gave (to the end of its cached block), and their position
+    /// in the segment: the next records there are read from them.
+    kept: Option<(u64, Bytes)>,
+}
+
+impl RemoteSegmentAt {
+    /// The evicted segment holding `offset`.
+    pub(super) fn holding(remote: &dyn RemoteSegments, offset: u64) -> Option<Self> {
+        let (start, size) = remote.holding(offset)?;
+        Some(RemoteSegmentAt {
+            start,
+            size,
+            object: remote.object_name(start),
+            kept: None,
+        })
+    }
+
+    /// The kept bytes from `position` on, when they reach that far.
+    fn kept_from(&self, position: u64) -> Option<Bytes> {
+        let (at, bytes) = self.kept.as_ref()?;
+        let from = usize::try_from(position.checked_sub(*at)?).ok()?;
+        (from < bytes.len()).then(|| bytes.slice(from..))
+    }
+
+    pub(super) fn contains(&self, offset: u64) -> bool {
+        offset >= self.start && offset - self.start < self.size
+    }
+}
 
 /// Segments whose local copy is gone, kept elsewhere (the store's tier implements it):
 /// what the commit log needs to read them.
@@ -27,8 +64,16 @@ pub trait RemoteSegments: Send + Sync + std::fmt::Debug {
     /// `length` bytes at `position` of the segment (fewer at its end).
     fn read(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes>;
     /// Up to `length` bytes at `position`, fewer where the copy's unit of caching ends
-    /// (a slice, never a copy); empty only at the segment's end.
-    fn read_in_block(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes>;
+    /// (a slice, never a copy); empty only at the segment's end. Up to `up_to` bytes when
+    /// that is more, read as a read of `length` is: what a reader of the next records
+    /// keeps.
+    fn read_in_block(
+        &self,
+        start_offset: u64,
+        position: u64,
+        length: usize,
+        up_to: usize,
+    ) -> Result<Bytes>;
     /// The whole segment, checked against what was stored.
     fn read_whole(&self, start_offset: u64) -> Result<Bytes>;
     /// Records a reader will read soon, as (offset, size): a hint to fetch them ahead.
@@ -116,20 +161,50 @@ impl CommitLog {
         let Some(remote) = self.remote.get() else {
             return Ok(None);
         };
-        let Some((start_offset, _)) = remote.holding(offset) else {
+        let Some(mut segment) = RemoteSegmentAt::holding(remote.as_ref(), offset) else {
             return Ok(None);
         };
-        let object = remote.object_name(start_offset);
+        let object = Arc::clone(&segment.object);
+        self.remote_record(
+            remote.as_ref(),
+            &mut segment,
+            offset,
+            check_crc,
+            |_, bytes| RecordRef::fetched(bytes.clone(), offset, object),
+        )
+        .map(Some)
+    }
+
+    /// The record at `offset` of the evicted `segment`, which holds it, read and checked
+    /// as `read_remote` does, its view (decoded and checked once) and its bytes given to
+    /// `visit`. A record inside what the segment's last read gave is read there.
+    pub(super) fn remote_record<R>(
+        &self,
+        remote: &dyn RemoteSegments,
+        segment: &mut RemoteSegmentAt,
+        offset: u64,
+        check_crc: bool,
+        visit: impl FnOnce(&RecordView<'_>, &Bytes) -> R,
+    ) -> Result<R> {
+        let start_offset = segment.start;
         let position = offset - start_offset;
+        let object = Arc::clone(&segment.object);
         let corrupt = |reason: String| Error::corrupt(&*object, position, reason);
         // Most records are shorter than this: one read (one GET when not cached) gets the
         // length and the record as a slice of one cached block. Only a record crossing
         // into the next block is read again whole, which copies it (just it: a first read
         // across the boundary would copy FIRST_READ bytes for every record near one).
-        let mut first = remote.read_in_block(start_offset, position, FIRST_READ)?;
+        // The bytes to the block's end are kept: the next records of a pull are mostly
+        // there, and read there they cost no lookup in the cache (each block is still
+        // read through it once, as its first record is).
+        let mut first = match segment.kept_from(position) {
+            Some(kept) if kept.len() >= 4 => kept,
+            _ => remote.read_in_block(start_offset, position, FIRST_READ, usize::MAX)?,
+        };
         if first.len() < 4 {
             first = remote.read(start_offset, position, FIRST_READ)?;
         }
+        segment.kept = Some((position, first.clone()));
         if first.len() < 4 {
             return Err(corrupt("no record starts here".into()));
         }
@@ -143,16 +218,39 @@ impl CommitLog {
             remote.read(start_offset, position, length as usize)?
         };
         match decode_record(&bytes, check_crc) {
-            Ok(Decoded::Record(view)) if view.physical_offset == offset as i64 => {}
-            Ok(Decoded::Record(view)) => {
-                return Err(corrupt(format!(
-                    "record says it is at offset {}, found at {offset}",
-                    view.physical_offset
-                )))
+            Ok(Decoded::Record(view)) if view.physical_offset == offset as i64 => {
+                Ok(visit(&view, &bytes))
             }
-            Ok(_) => return Err(corrupt("no record starts here".into())),
-            Err(error) => return Err(corrupt(error.to_string())),
+            Ok(Decoded::Record(view)) => Err(corrupt(format!(
+                "record says it is at offset {}, found at {offset}",
+                view.physical_offset
+            ))),
+            Ok(_) => Err(corrupt("no record starts here".into())),
+            Err(error) => Err(corrupt(error.to_string())),
         }
-        Ok(Some(RecordRef::fetched(bytes, offset, object)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_bytes_serve_only_the_positions_they_hold() {
+        let mut segment = RemoteSegmentAt {
+            start: 1000,
+            size: 500,
+            object: Arc::from(Path::new("bucket/segment")),
+            kept: None,
+        };
+        assert!(segment.kept_from(10).is_none(), "nothing kept yet");
+        segment.kept = Some((100, Bytes::from_static(b"abcdefgh")));
+        assert_eq!(&segment.kept_from(100).unwrap()[..], b"abcdefgh");
+        assert_eq!(&segment.kept_from(103).unwrap()[..], b"defgh");
+        assert_eq!(&segment.kept_from(107).unwrap()[..], b"h");
+        assert!(segment.kept_from(108).is_none(), "past the kept bytes");
+        assert!(segment.kept_from(99).is_none(), "before them");
+        assert!(segment.contains(1000) && segment.contains(1499));
+        assert!(!segment.contains(999) && !segment.contains(1500));
     }
 }

@@ -115,21 +115,23 @@ impl RemoteLog {
         Ok(Bytes::from(bytes))
     }
 
-    /// Up to `length` bytes at commit-log `position`, no further than the end of the run
-    /// (the bytes after it in the object are another queue's) nor of the cached block
-    /// holding them; empty only at the segment's end.
+    /// Up to `length` bytes at commit-log `position` (up to `up_to`, read as far as
+    /// `length` reaches: `read_in_block_up_to`), no further than the end of the run (the
+    /// bytes after it in the object are another queue's) nor of the cached block holding
+    /// them; empty only at the segment's end.
     pub(super) fn read_log_in_block(
         &self,
         segment: &TieredSegment,
         position: u64,
         length: usize,
+        up_to: usize,
     ) -> Result<Bytes> {
         let layout = self.layout(segment)?;
         let Some((at, in_run)) = layout.map(position) else {
             return Ok(Bytes::new());
         };
-        let length = (length as u64).min(in_run) as usize;
-        self.read_in_block(segment, at, length)
+        let within = |bytes: usize| (bytes as u64).min(in_run) as usize;
+        self.read_in_block_up_to(segment, at, within(length), within(up_to))
     }
 
     /// The whole segment in log order, its object fetched in one GET (not cached) and

@@ -72,6 +72,20 @@ impl RemoteLog {
         position: u64,
         length: usize,
     ) -> Result<Bytes> {
+        self.read_in_block_up_to(segment, position, length, length)
+    }
+
+    /// `read_in_block`, read as far as `length` reaches, giving up to `up_to` bytes (no
+    /// further than the end of the block, or of its part, holding `position`): a reader
+    /// of consecutive records keeps what its first read gave and reads the next records
+    /// there, at no cost to the reads the cache notes.
+    pub fn read_in_block_up_to(
+        &self,
+        segment: &TieredSegment,
+        position: u64,
+        length: usize,
+        up_to: usize,
+    ) -> Result<Bytes> {
         if position >= segment.size {
             return Ok(Bytes::new());
         }
@@ -86,7 +100,7 @@ impl RemoteLog {
                 .unwrap_or_default(),
         };
         let from = ((position - index * BLOCK_SIZE) as usize).min(block.len());
-        Ok(block.slice_in_part(from, from + length))
+        Ok(block.slice_in_part(from, from.saturating_add(up_to.max(length))))
     }
 
     /// The first block of `window` when all of `window`'s blocks are cached (noting the

@@ -243,9 +243,15 @@ impl crate::commit_log::RemoteSegments for RemoteLog {
         self.read_log(&segment, position, length)
     }
 
-    fn read_in_block(&self, start_offset: u64, position: u64, length: usize) -> Result<Bytes> {
+    fn read_in_block(
+        &self,
+        start_offset: u64,
+        position: u64,
+        length: usize,
+        up_to: usize,
+    ) -> Result<Bytes> {
         let segment = self.listed(start_offset)?;
-        self.read_log_in_block(&segment, position, length)
+        self.read_log_in_block(&segment, position, length, up_to)
     }
 
     fn read_whole(&self, start_offset: u64) -> Result<Bytes> {
