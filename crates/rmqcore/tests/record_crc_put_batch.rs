@@ -1,6 +1,6 @@
 //! The record CRC a put writes (format §1.5) is right whichever way the writer computed
-//! it: bodies of 256 B or more are not hashed a second time (their CRC is shifted past),
-//! shorter ones are; a batch mixing sizes switches between the two and between lengths.
+//! it: long bodies are not hashed a second time (their CRC is shifted past, from 768 B
+//! with the 512-bit CRC, from 256 B without), shorter ones are; a batch mixing sizes switches between the two and between lengths.
 //! Every record is checked from the segment file's own bytes.
 
 use rmqcore::record::crc_property::has_crc_property;
@@ -12,7 +12,7 @@ fn records_of_every_size_carry_a_matching_record_crc() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
     let lengths = [
-        0usize, 1, 255, 256, 257, 300, 300, 1024, 4096, 300, 100_000, 256,
+        0usize, 1, 255, 256, 257, 300, 300, 767, 768, 1024, 4096, 300, 100_000, 256,
     ];
     let bodies: Vec<Vec<u8>> = lengths
         .iter()

@@ -52,6 +52,48 @@ pub fn read_messages<'a, 'py>(
     Ok((bodies, metadata))
 }
 
+/// The `rmq.Message`s of a batch call, in order, each split into its body and fields
+/// (bytes bodies are not here: a draft borrows them from the call's items). Checked as
+/// `read_messages` checks: columns go with bytes bodies only.
+pub struct MessageParts<'py, 'a> {
+    pub bodies: Vec<Bound<'py, PyBytes>>,
+    pub metadata: Vec<Metadata<'a>>,
+}
+
+pub fn message_parts<'py, 'a>(
+    py: Python<'py>,
+    items: &[Bound<'py, PyAny>],
+    columns: &Columns<'py>,
+) -> PyResult<MessageParts<'py, 'a>> {
+    let mut parts = MessageParts {
+        bodies: Vec::new(),
+        metadata: Vec::new(),
+    };
+    for (index, item) in items.iter().enumerate() {
+        if item.is_instance_of::<PyBytes>() {
+            continue;
+        }
+        let Ok(message) = item.cast::<PyMessage>() else {
+            return Err(invalid(
+                py,
+                "messages",
+                format!("message {index}: must be bytes or rmq.Message"),
+            ));
+        };
+        if columns.given() {
+            return Err(invalid(
+                py,
+                "messages",
+                "tags= and keys= go with bytes bodies; an rmq.Message carries its own",
+            ));
+        }
+        let message = message.get().draft_parts(py);
+        parts.bodies.push(message.body.into_bound(py));
+        parts.metadata.push(message.metadata);
+    }
+    Ok(parts)
+}
+
 /// The columns as Python gave them, checked for shape and type; each message's strings
 /// are borrowed from them when its draft is made.
 pub struct Columns<'py> {

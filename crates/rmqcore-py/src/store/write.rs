@@ -14,7 +14,7 @@ use rmqcore::MessageDraft;
 use crate::errors::{invalid, to_py_err, without_gil};
 use crate::message::{checked_i32, extract_keys, extract_properties};
 use crate::put_result::{PyPutResult, PyPutResults};
-use crate::store::columns::{read_messages, Columns};
+use crate::store::columns::{message_parts, Columns, MessageParts};
 
 use super::PyStore;
 
@@ -87,13 +87,27 @@ impl PyStore {
                 .collect::<PyResult<_>>()?,
         };
         let columns = Columns::extract(py, items.len(), tags, keys)?;
-        let (bodies, metadata) = read_messages(py, &items, &columns)?;
-        // The metadata moves into the drafts: the columns' strings are borrowed from
-        // Python, a message's are copied once, when they leave it.
-        let drafts: Vec<MessageDraft<'_>> = bodies
-            .iter()
-            .zip(metadata)
-            .map(|(body, message)| match message {
+        // One pass builds the drafts: a bytes body is borrowed from `items` (which holds
+        // it while the GIL is released, whatever Python does to the list), a column's
+        // strings from `columns`; only `rmq.Message`s are split up first, their fields
+        // copied once, when they leave them. Collecting every body and every message's
+        // fields into Vecs of their own first cost about 50 instructions a message of a
+        // 100 B bodies-only batch (callgrind).
+        let MessageParts { bodies, metadata } = message_parts(py, &items, &columns)?;
+        let mut message_bodies = bodies.iter();
+        let mut message_metadata = metadata.into_iter();
+        let given = columns.given();
+        let mut drafts: Vec<MessageDraft<'_>> = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let (body, metadata) = match item.cast::<PyBytes>() {
+                Ok(body) if !given => (body, None),
+                Ok(body) => (body, columns.take(py, index)?),
+                Err(_) => (
+                    message_bodies.next().expect("one body per rmq.Message"),
+                    message_metadata.next(),
+                ),
+            };
+            drafts.push(match metadata {
                 None => MessageDraft {
                     body: body.as_bytes(),
                     born_host,
@@ -108,8 +122,8 @@ impl PyStore {
                     born_timestamp: (message.born_timestamp != 0).then_some(message.born_timestamp),
                     born_host,
                 },
-            })
-            .collect();
+            });
+        }
         let store = &self.inner;
         let results = without_gil(py, || store.put_batch(topic, queue_id, &drafts))?;
         Ok(PyPutResults::from(results))

@@ -33,6 +33,19 @@ pub fn crc32_update(crc: u32, bytes: &[u8]) -> u32 {
     hasher.finalize()
 }
 
+/// Whether `crc32` takes the 512-bit carry-less multiply on this CPU (from 64 bytes):
+/// what is cheaper than re-reading bytes depends on it.
+pub(crate) fn crc32_is_wide() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::record::crc32_clmul::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The 512-bit carry-less multiply's CRC where the CPU has it and `bytes` are long enough
 /// for it to pay (at 100 B it takes about two thirds of crc32fast's time, at 1 KiB half:
 /// crc32fast folds 128 bits at a time below 2 KiB).
