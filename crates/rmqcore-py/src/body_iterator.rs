@@ -6,42 +6,29 @@
 //! together, and `malloc` and `free` cost about 600 instructions a body under callgrind
 //! (carving each block out of the heap, merging them back); one body at a time, the block
 //! a reader has just dropped is handed out again, at a few dozen. The type is made with
-//! the C API like `BodyView` (see there why): its `next` is a plain C function, cheaper
-//! than a list iterator's step plus building the list.
+//! the C API like `BodyView` (`batch_child.rs`): its `next` is a plain C function,
+//! cheaper than a list iterator's step plus building the list.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
+use crate::batch_child::{self, BatchChild};
 use crate::body_places::BodyPlaces;
 
-/// The object's layout: the header, the batch it keeps alive, its bodies, where it is.
+/// The object's layout: the batch it keeps alive, its bodies, where it is.
 #[repr(C)]
 struct BodyIteratorObject {
-    header: ffi::PyObject,
-    /// A strong reference to the `BodyBatch`.
-    batch: *mut ffi::PyObject,
+    child: BatchChild,
     /// The batch's bodies: inside the batch object, which is frozen and outlives this.
     bodies: *const BodyPlaces,
     next: usize,
 }
 
 static BODY_ITERATOR_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
-unsafe extern "C" fn dealloc(object: *mut ffi::PyObject) {
-    // SAFETY: CPython calls this with a `BodyIteratorObject` whose count reached zero.
-    unsafe {
-        let iterator = object.cast::<BodyIteratorObject>();
-        let kind = ffi::Py_TYPE(object);
-        ffi::Py_DECREF((*iterator).batch);
-        ffi::PyObject_Free(object.cast::<c_void>());
-        // Instances of a heap type hold a reference to it.
-        ffi::Py_DECREF(kind.cast::<ffi::PyObject>());
-    }
-}
 
 unsafe extern "C" fn next(object: *mut ffi::PyObject) -> *mut ffi::PyObject {
     // SAFETY: CPython calls this with a `BodyIteratorObject`, holding the GIL; `bodies`
@@ -64,11 +51,7 @@ unsafe extern "C" fn next(object: *mut ffi::PyObject) -> *mut ffi::PyObject {
 /// makes one.
 pub fn make_type(py: Python<'_>) -> PyResult<()> {
     BODY_ITERATOR_TYPE.get_or_try_init(py, || {
-        let mut slots = [
-            ffi::PyType_Slot {
-                slot: ffi::Py_tp_dealloc,
-                pfunc: dealloc as *mut c_void,
-            },
+        let slots = [
             ffi::PyType_Slot {
                 slot: ffi::Py_tp_iter,
                 pfunc: ffi::PyObject_SelfIter as *mut c_void,
@@ -77,21 +60,8 @@ pub fn make_type(py: Python<'_>) -> PyResult<()> {
                 slot: ffi::Py_tp_iternext,
                 pfunc: next as *mut c_void,
             },
-            ffi::PyType_Slot::default(),
         ];
-        let mut spec = ffi::PyType_Spec {
-            // Static: a heap type keeps pointing at its spec's name.
-            name: c"rmq._rmqcore.BodyIterator".as_ptr(),
-            basicsize: std::mem::size_of::<BodyIteratorObject>() as c_int,
-            itemsize: 0,
-            flags: (ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_DISALLOW_INSTANTIATION) as _,
-            slots: slots.as_mut_ptr(),
-        };
-        // SAFETY: the spec and its slots are valid for the call, which copies the slots.
-        let kind = unsafe { ffi::PyType_FromSpec(&mut spec) };
-        // SAFETY: a new reference, or null with the error set.
-        let kind = unsafe { Bound::from_owned_ptr_or_err(py, kind)? };
-        Ok::<_, PyErr>(kind.cast_into::<PyType>()?.unbind())
+        batch_child::make_type::<BodyIteratorObject>(py, c"rmq._rmqcore.BodyIterator", &slots)
     })?;
     Ok(())
 }
@@ -106,26 +76,15 @@ pub unsafe fn new_iterator<'py>(
     batch: &Bound<'py, PyAny>,
     bodies: &BodyPlaces,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let py = batch.py();
     let kind = BODY_ITERATOR_TYPE
-        .get(py)
+        .get(batch.py())
         .expect("BodyIterator is made when the module is imported");
-    // SAFETY: memory for one `BodyIteratorObject`, initialised as an instance of the type
-    // (which `PyObject_Init` counts a reference to) before any field is read; the batch
-    // reference is a new strong one, released by `dealloc`, and keeps `bodies` where it
-    // is (the caller's promise).
+    // SAFETY: the type was made for `BodyIteratorObject`, and every field after the
+    // `BatchChild` is set; the caller keeps `bodies` where it is while the batch lives.
     unsafe {
-        let object =
-            ffi::PyObject_Malloc(std::mem::size_of::<BodyIteratorObject>()).cast::<ffi::PyObject>();
-        if object.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        ffi::PyObject_Init(object, kind.as_ptr().cast::<ffi::PyTypeObject>());
-        let iterator = object.cast::<BodyIteratorObject>();
-        ffi::Py_INCREF(batch.as_ptr());
-        (*iterator).batch = batch.as_ptr();
-        (*iterator).bodies = bodies;
-        (*iterator).next = 0;
-        Ok(Bound::from_owned_ptr(py, object))
+        batch_child::new_child::<BodyIteratorObject>(kind, batch, |iterator| {
+            (*iterator).bodies = bodies;
+            (*iterator).next = 0;
+        })
     }
 }

@@ -4,12 +4,12 @@
 //! alive, so a view stays readable after the batch object, the store or the segment's file
 //! is gone.
 //!
-//! The type is made with the C API's `PyType_FromSpec` rather than `#[pyclass]`: a scan
-//! makes one view per body, and a pyclass instance is a garbage-collected object whose
-//! creation, `len()` and collection cost about 700 instructions under callgrind, as much as
-//! copying a 1 KiB body into `bytes`. A view holds no object but its batch (which holds no
-//! view), so it cannot be part of a cycle and needs no collector; its slots are plain C
-//! functions.
+//! The type is made with the C API's `PyType_FromSpec` (`batch_child.rs`) rather than
+//! `#[pyclass]`: a scan makes one view per body, and a pyclass instance is a
+//! garbage-collected object whose creation, `len()` and collection cost about 700
+//! instructions under callgrind, as much as copying a 1 KiB body into `bytes`. A view
+//! holds no object but its batch (which holds no view), so it cannot be part of a cycle
+//! and needs no collector; its slots are plain C functions.
 
 use std::ffi::{c_int, c_void};
 
@@ -18,29 +18,18 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-/// The object's layout: the header, the batch it keeps alive, and the body's bytes.
+use crate::batch_child::{self, BatchChild};
+
+/// The object's layout: the batch it keeps alive (whose segments hold the bytes), and the
+/// body's bytes.
 #[repr(C)]
 struct BodyViewObject {
-    header: ffi::PyObject,
-    /// A strong reference to the `BodyBatch` whose segments hold the bytes.
-    batch: *mut ffi::PyObject,
+    child: BatchChild,
     data: *const u8,
     length: ffi::Py_ssize_t,
 }
 
 static BODY_VIEW_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
-unsafe extern "C" fn dealloc(object: *mut ffi::PyObject) {
-    // SAFETY: CPython calls this with a `BodyViewObject` whose count reached zero.
-    unsafe {
-        let view = object.cast::<BodyViewObject>();
-        let kind = ffi::Py_TYPE(object);
-        ffi::Py_DECREF((*view).batch);
-        ffi::PyObject_Free(object.cast::<c_void>());
-        // Instances of a heap type hold a reference to it.
-        ffi::Py_DECREF(kind.cast::<ffi::PyObject>());
-    }
-}
 
 unsafe extern "C" fn length(object: *mut ffi::PyObject) -> ffi::Py_ssize_t {
     // SAFETY: CPython calls this with a `BodyViewObject`.
@@ -73,11 +62,7 @@ unsafe extern "C" fn get_buffer(
 pub fn add_type(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     let kind = BODY_VIEW_TYPE.get_or_try_init(py, || {
-        let mut slots = [
-            ffi::PyType_Slot {
-                slot: ffi::Py_tp_dealloc,
-                pfunc: dealloc as *mut c_void,
-            },
+        let slots = [
             ffi::PyType_Slot {
                 slot: ffi::Py_sq_length,
                 pfunc: length as *mut c_void,
@@ -93,21 +78,8 @@ pub fn add_type(module: &Bound<'_, PyModule>) -> PyResult<()> {
                     .cast_mut()
                     .cast::<c_void>(),
             },
-            ffi::PyType_Slot::default(),
         ];
-        let mut spec = ffi::PyType_Spec {
-            // Static: a heap type keeps pointing at its spec's name.
-            name: c"rmq._rmqcore.BodyView".as_ptr(),
-            basicsize: std::mem::size_of::<BodyViewObject>() as c_int,
-            itemsize: 0,
-            flags: (ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_DISALLOW_INSTANTIATION) as _,
-            slots: slots.as_mut_ptr(),
-        };
-        // SAFETY: the spec and its slots are valid for the call, which copies the slots.
-        let kind = unsafe { ffi::PyType_FromSpec(&mut spec) };
-        // SAFETY: a new reference, or null with the error set.
-        let kind = unsafe { Bound::from_owned_ptr_or_err(py, kind)? };
-        Ok::<_, PyErr>(kind.cast_into::<PyType>()?.unbind())
+        batch_child::make_type::<BodyViewObject>(py, c"rmq._rmqcore.BodyView", &slots)
     })?;
     module.add("BodyView", kind.bind(py))
 }
@@ -118,26 +90,15 @@ pub fn add_type(module: &Bound<'_, PyModule>) -> PyResult<()> {
 /// `body` must stay valid and unchanged as long as `batch` lives (a batch's bodies lie in
 /// the segments it holds mapped).
 pub unsafe fn new_view<'py>(batch: &Bound<'py, PyAny>, body: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    let py = batch.py();
     let kind = BODY_VIEW_TYPE
-        .get(py)
+        .get(batch.py())
         .expect("BodyView is made when the module is imported");
-    // SAFETY: memory for one `BodyViewObject`, initialised as an instance of the type
-    // (which `PyObject_Init` counts a reference to) before any field is read; the batch
-    // reference is a new strong one, released by `dealloc`; the caller keeps `body` valid
-    // while the batch lives.
+    // SAFETY: the type was made for `BodyViewObject`, and every field after the
+    // `BatchChild` is set; the caller keeps `body` valid while the batch lives.
     unsafe {
-        let object =
-            ffi::PyObject_Malloc(std::mem::size_of::<BodyViewObject>()).cast::<ffi::PyObject>();
-        if object.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        ffi::PyObject_Init(object, kind.as_ptr().cast::<ffi::PyTypeObject>());
-        let view = object.cast::<BodyViewObject>();
-        ffi::Py_INCREF(batch.as_ptr());
-        (*view).batch = batch.as_ptr();
-        (*view).data = body.as_ptr();
-        (*view).length = body.len() as ffi::Py_ssize_t;
-        Ok(Bound::from_owned_ptr(py, object))
+        batch_child::new_child::<BodyViewObject>(kind, batch, |view| {
+            (*view).data = body.as_ptr();
+            (*view).length = body.len() as ffi::Py_ssize_t;
+        })
     }
 }

@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+mod batch_child;
 mod body_batch;
 mod body_iterator;
 mod body_places;
