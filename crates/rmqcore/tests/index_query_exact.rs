@@ -65,10 +65,14 @@ fn queries_equal_a_scan_of_the_log() {
     let store = Store::open(dir.path(), options()).unwrap();
     let keys_for = |n: usize| -> Vec<String> {
         let mut keys = vec![format!("k{}", n % 13)];
-        if n % 3 == 0 {
-            keys.push(if n % 2 == 0 { "Aa".into() } else { "BB".into() });
+        if n.is_multiple_of(3) {
+            keys.push(if n.is_multiple_of(2) {
+                "Aa".into()
+            } else {
+                "BB".into()
+            });
         }
-        if n % 5 == 0 {
+        if n.is_multiple_of(5) {
             keys.push("shared".into());
         }
         keys

@@ -40,7 +40,7 @@ impl FileConsumeQueue {
         let file_size = self.segments.segment_size() as u64;
         // Keep the file holding the new end unless the end is its first byte and it is
         // not the queue's only file.
-        let delete_from = if logical % file_size == 0 && logical > 0 {
+        let delete_from = if logical.is_multiple_of(file_size) && logical > 0 {
             logical
         } else {
             logical / file_size * file_size + file_size

@@ -158,7 +158,7 @@ impl MappedFile {
     /// concurrently word by word (index files) use only these.
     pub fn atomic_i32(&self, at: usize) -> &AtomicI32 {
         assert!(
-            at % 4 == 0,
+            at.is_multiple_of(4),
             "word {at} of {} is misaligned",
             self.path.display()
         );
@@ -171,7 +171,7 @@ impl MappedFile {
     /// The 8-byte word at `at` (a multiple of 8) as an atomic.
     pub fn atomic_i64(&self, at: usize) -> &AtomicI64 {
         assert!(
-            at % 8 == 0,
+            at.is_multiple_of(8),
             "word {at} of {} is misaligned",
             self.path.display()
         );

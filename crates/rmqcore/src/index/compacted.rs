@@ -69,7 +69,7 @@ pub const ENTRY_KEY_HASH_AT: usize = 0;
 pub const ENTRY_TIME_DIFF_AT: usize = 4;
 pub const ENTRY_PHY_OFFSET_AT: usize = 8;
 const _: () = assert!(ENTRY_PHY_OFFSET_AT + 8 == ENTRY_SIZE);
-const _: () = assert!(HEADER_SIZE % 8 == 0 && SLOT_SIZE % 8 == 0);
+const _: () = assert!(HEADER_SIZE.is_multiple_of(8) && SLOT_SIZE.is_multiple_of(8));
 
 /// The header's fields. The tier state (format §7.2) keeps the fields a query needs under
 /// their names here; it leaves out the two that tie a file to its local source and its

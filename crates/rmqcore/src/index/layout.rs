@@ -43,8 +43,12 @@ pub const ENTRY_TIME_DIFF_AT: usize = ENTRY_PHY_OFFSET_AT + 8;
 pub const ENTRY_PREV_AT: usize = ENTRY_TIME_DIFF_AT + 4;
 const _: () = assert!(ENTRY_PREV_AT + 4 == ENTRY_SIZE);
 // Alignment that lets every field be accessed atomically on a page-aligned mapping.
-const _: () = assert!(HEADER_SIZE % 8 == 0 && END_PHY_OFFSET_AT % 8 == 0);
-const _: () = assert!(SLOT_SIZE % 4 == 0 && ENTRY_SIZE % 4 == 0 && ENTRY_PHY_OFFSET_AT % 4 == 0);
+const _: () = assert!(HEADER_SIZE.is_multiple_of(8) && END_PHY_OFFSET_AT.is_multiple_of(8));
+const _: () = assert!(
+    SLOT_SIZE.is_multiple_of(4)
+        && ENTRY_SIZE.is_multiple_of(4)
+        && ENTRY_PHY_OFFSET_AT.is_multiple_of(4)
+);
 
 /// RocketMQ's defaults (`maxHashSlotNum`, `maxIndexNum`).
 pub const DEFAULT_SLOT_COUNT: u32 = 5_000_000;

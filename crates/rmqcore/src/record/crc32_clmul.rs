@@ -16,10 +16,8 @@
 #[cfg(target_arch = "x86_64")]
 pub use wide::{available, crc32_update, MIN_LENGTH};
 
-// The 512-bit intrinsics are stable from Rust 1.89; the workspace's `rust-version` still
-// says 1.80, though its dependencies (tonic, proptest) already need 1.88.
+// The 512-bit intrinsics are stable from Rust 1.89, the workspace's `rust-version`.
 #[cfg(target_arch = "x86_64")]
-#[allow(clippy::incompatible_msrv)]
 mod wide {
     use std::arch::x86_64::*;
     use std::sync::LazyLock;
@@ -43,7 +41,7 @@ mod wide {
 
     /// x^bits mod P as a 33-bit multiplier (see the module's comment).
     const fn multiplier(bits: u64) -> i64 {
-        assert!(bits % 8 == 0);
+        assert!(bits.is_multiple_of(8));
         ((factor_for(bits / 8) as u64) << 1) as i64
     }
 

@@ -71,7 +71,7 @@ pub struct Bitmap {
 
 impl Bitmap {
     pub fn push(&mut self, bit: bool) {
-        if self.len % 8 == 0 {
+        if self.len.is_multiple_of(8) {
             self.bytes.push(0);
         }
         if bit {

@@ -192,7 +192,8 @@ impl Layout {
     /// The layout a footer describes, for a segment of `segment_size` bytes; why not when
     /// the footer is truncated, corrupt or does not cover the segment exactly once.
     pub fn decode_footer(footer: &[u8], segment_size: u64) -> Result<Self, String> {
-        if footer.len() < TRAILER_BYTES || (footer.len() - TRAILER_BYTES) % RUN_BYTES != 0 {
+        if footer.len() < TRAILER_BYTES || !(footer.len() - TRAILER_BYTES).is_multiple_of(RUN_BYTES)
+        {
             return Err(format!(
                 "its footer is {} bytes, not a trailer after whole runs",
                 footer.len()
@@ -236,7 +237,7 @@ impl Layout {
             let in_object = run.object_position.checked_add(run.length);
             if run.log_position != next
                 || run.length == 0
-                || in_object.map_or(true, |end| end > segment_size)
+                || in_object.is_none_or(|end| end > segment_size)
             {
                 return Err(format!(
                     "its footer's run {run:?} does not follow on at {next}"

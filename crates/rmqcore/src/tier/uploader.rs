@@ -83,7 +83,7 @@ impl Uploader {
                 .next_attempt
                 .lock()
                 .expect("retry lock")
-                .map_or(true, |at| Instant::now() >= at)
+                .is_none_or(|at| Instant::now() >= at)
     }
 
     /// Upload every sealed segment in `sealed` that the state lacks, oldest first;
