@@ -10,7 +10,7 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rmqcore::DraftKeys;
 
 use crate::errors::invalid;
-use crate::message::{extract_keys, Metadata, PyMessage};
+use crate::message::{extract_keys, DraftParts, Metadata, PyMessage};
 
 /// A batch's bodies, and beside them each message's fields (None for a bare body).
 pub type BodiesAndFields<'py, 'a> = (Vec<Bound<'py, PyBytes>>, Vec<Option<Metadata<'a>>>);
@@ -31,25 +31,39 @@ pub fn read_messages<'a, 'py>(
             bodies.push(bytes.clone());
             metadata.push(columns.take(py, index)?);
         } else if let Ok(message) = item.cast::<PyMessage>() {
-            if columns.given() {
-                return Err(invalid(
-                    py,
-                    "messages",
-                    "tags= and keys= go with bytes bodies; an rmq.Message carries its own",
-                ));
-            }
-            let parts = message.get().draft_parts(py);
+            let parts = checked_parts(py, message, columns)?;
             bodies.push(parts.body.bind(py).clone());
             metadata.push(Some(parts.metadata));
         } else {
-            return Err(invalid(
-                py,
-                "messages",
-                format!("message {index}: must be bytes or rmq.Message"),
-            ));
+            return Err(not_a_message(py, index));
         }
     }
     Ok((bodies, metadata))
+}
+
+/// An `rmq.Message`'s body and fields, refused when columns were given: it carries its own.
+fn checked_parts<'a>(
+    py: Python<'_>,
+    message: &Bound<'_, PyMessage>,
+    columns: &Columns<'_>,
+) -> PyResult<DraftParts<'a>> {
+    if columns.given() {
+        return Err(invalid(
+            py,
+            "messages",
+            "tags= and keys= go with bytes bodies; an rmq.Message carries its own",
+        ));
+    }
+    Ok(message.get().draft_parts(py))
+}
+
+/// The error for item `index` of a batch that is neither bytes nor an `rmq.Message`.
+fn not_a_message(py: Python<'_>, index: usize) -> PyErr {
+    invalid(
+        py,
+        "messages",
+        format!("message {index}: must be bytes or rmq.Message"),
+    )
 }
 
 /// The `rmq.Message`s of a batch call, in order, each split into its body and fields
@@ -74,20 +88,9 @@ pub fn message_parts<'py, 'a>(
             continue;
         }
         let Ok(message) = item.cast::<PyMessage>() else {
-            return Err(invalid(
-                py,
-                "messages",
-                format!("message {index}: must be bytes or rmq.Message"),
-            ));
+            return Err(not_a_message(py, index));
         };
-        if columns.given() {
-            return Err(invalid(
-                py,
-                "messages",
-                "tags= and keys= go with bytes bodies; an rmq.Message carries its own",
-            ));
-        }
-        let message = message.get().draft_parts(py);
+        let message = checked_parts(py, message, columns)?;
         parts.bodies.push(message.body.into_bound(py));
         parts.metadata.push(message.metadata);
     }
