@@ -6,10 +6,10 @@
 //! between other queues' records, fetches little it does not need; a GET still fetches
 //! a run of consecutive blocks at once, so small blocks do not mean small requests.
 //!
-//! A block is slices of the buffers the HTTP client read the GET's body into
-//! (`cached_block.rs`), which stay allocated while any block of them is cached: the
-//! cache is bounded by the bytes of the buffers its blocks keep alive, each counted
-//! once, not by its blocks' own bytes.
+//! A block is a slice of the receive buffer its GET's body was copied into
+//! (`cached_block.rs`, `receive_buffers.rs`), which stays allocated while any block of it
+//! is cached: the cache is bounded by the bytes of the buffers its blocks keep alive,
+//! each counted once, not by its blocks' own bytes.
 
 use std::collections::BTreeMap;
 
@@ -44,7 +44,7 @@ pub struct BlockCache {
     /// `capacity_bytes` in whole blocks: what read-ahead is bounded by.
     capacity_blocks: usize,
     /// Each block with the stamp of its last use and its buffers.
-    blocks: FastMap<BlockKey, (Block, u64, Buffers)>,
+    blocks: FastMap<BlockKey, (Block, u64, BufferId)>,
     /// Per buffer that cached blocks are slices of: how many blocks are.
     buffers: FastMap<u64, u32>,
     /// The bytes of the buffers in `buffers`: what the bound is on.
@@ -171,43 +171,41 @@ impl BlockCache {
             self.release(buffers);
         }
         loop {
-            let adds: u64 = each(block.buffers)
-                .filter(|buffer| !self.buffers.contains_key(&buffer.id))
-                .map(|buffer| buffer.bytes)
-                .sum();
+            let adds = if self.buffers.contains_key(&block.buffer.id) {
+                0
+            } else {
+                block.buffer.bytes
+            };
             if self.held_bytes + adds <= self.capacity_bytes {
                 break;
             }
             let Some((_, oldest)) = self.by_use.pop_first() else {
                 break;
             };
-            if let Some((_, _, buffers)) = self.blocks.remove(&oldest) {
-                self.release(buffers);
+            if let Some((_, _, buffer)) = self.blocks.remove(&oldest) {
+                self.release(buffer);
             }
             if self.ahead.remove(&oldest) {
                 self.ahead_evicted_unread += 1;
             }
         }
         let stamp = self.stamp();
-        for buffer in each(block.buffers) {
-            *self.buffers.entry(buffer.id).or_insert_with(|| {
-                self.held_bytes += buffer.bytes;
-                0
-            }) += 1;
-        }
-        self.blocks.insert(key, (block.block, stamp, block.buffers));
+        let buffer = block.buffer;
+        *self.buffers.entry(buffer.id).or_insert_with(|| {
+            self.held_bytes += buffer.bytes;
+            0
+        }) += 1;
+        self.blocks.insert(key, (block.block, stamp, buffer));
         self.by_use.insert(stamp, key);
     }
 
-    /// One cached block fewer keeps `buffers` alive.
-    fn release(&mut self, buffers: Buffers) {
-        for buffer in each(buffers) {
-            if let Some(refs) = self.buffers.get_mut(&buffer.id) {
-                *refs -= 1;
-                if *refs == 0 {
-                    self.buffers.remove(&buffer.id);
-                    self.held_bytes -= buffer.bytes;
-                }
+    /// One cached block fewer keeps `buffer` alive.
+    fn release(&mut self, buffer: BufferId) {
+        if let Some(refs) = self.buffers.get_mut(&buffer.id) {
+            *refs -= 1;
+            if *refs == 0 {
+                self.buffers.remove(&buffer.id);
+                self.held_bytes -= buffer.bytes;
             }
         }
     }
@@ -241,11 +239,11 @@ impl BlockCache {
     pub fn forget_segment(&mut self, start_offset: u64) {
         self.streaks.remove(&start_offset);
         self.ahead.retain(|(start, _)| *start != start_offset);
-        let gone: Vec<(BlockKey, u64, Buffers)> = self
+        let gone: Vec<(BlockKey, u64, BufferId)> = self
             .blocks
             .iter()
             .filter(|((start, _), _)| *start == start_offset)
-            .map(|(key, (_, used, buffers))| (*key, *used, *buffers))
+            .map(|(key, (_, used, buffer))| (*key, *used, *buffer))
             .collect();
         for (key, used, buffers) in gone {
             self.blocks.remove(&key);
@@ -253,13 +251,6 @@ impl BlockCache {
             self.release(buffers);
         }
     }
-}
-
-/// The buffers a block keeps alive: its head's, and its tail's when it has one.
-type Buffers = (BufferId, Option<BufferId>);
-
-fn each((head, tail): Buffers) -> impl Iterator<Item = BufferId> {
-    std::iter::once(head).chain(tail)
 }
 
 #[cfg(test)]

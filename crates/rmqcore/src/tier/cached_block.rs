@@ -1,12 +1,10 @@
-//! What the block cache holds per block: its bytes as slices of the buffers a GET's body
-//! arrived in, and which buffers those slices keep alive.
+//! What the block cache holds per block: its bytes, a slice of the receive buffer a
+//! GET's body was copied into (`receive_buffers.rs`), and which buffer that slice keeps
+//! alive.
 //!
-//! A GET's body comes as pieces, each a slice of the buffer the HTTP client read the
-//! socket into (a few hundred KiB on loopback). A block inside one piece is one slice of
-//! it; a block crossing from one piece into the next is two slices, head and tail, not a
-//! copy (copying every fetched byte into blocks was 29 % of a one-queue tier read's
-//! instructions, callgrind). A block spread over three or more pieces (pieces smaller
-//! than a block) is copied into a buffer of its own.
+//! Every buffer but a body's last holds whole blocks, so a block is always one slice of
+//! one buffer, never a copy of its own (copying every fetched byte into blocks of their
+//! own was 29 % of a one-queue tier read's instructions, callgrind).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -31,57 +29,41 @@ impl BufferId {
     }
 }
 
-/// A block's bytes: `head`, then `tail` (empty unless the block crosses two pieces).
+/// A block's bytes.
 #[derive(Debug, Clone, Default)]
-pub struct Block {
-    head: Bytes,
-    tail: Bytes,
-}
+pub struct Block(Bytes);
 
 impl Block {
     pub fn whole(bytes: Bytes) -> Self {
-        Block {
-            head: bytes,
-            tail: Bytes::new(),
-        }
+        Block(bytes)
     }
 
     pub fn len(&self) -> usize {
-        self.head.len() + self.tail.len()
+        self.0.len()
     }
 
-    /// Bytes `from..to` (clamped to the block), no further than the end of the part
-    /// holding `from`: a slice, never a copy. Empty only when `from` is at the end.
-    pub fn slice_in_part(&self, from: usize, to: usize) -> Bytes {
-        let split = self.head.len();
-        if from < split {
-            return self.head.slice(from..to.clamp(from, split));
-        }
-        let tail = self.tail.len();
-        let from = (from - split).min(tail);
-        self.tail
-            .slice(from..(to.saturating_sub(split)).clamp(from, tail))
+    /// Bytes `from..to`, clamped to the block: a slice, never a copy. Empty only when
+    /// `from` is at the end.
+    pub fn slice(&self, from: usize, to: usize) -> Bytes {
+        let len = self.0.len();
+        let from = from.min(len);
+        self.0.slice(from..to.clamp(from, len))
     }
 
-    /// Append bytes `from..to` (clamped to the block) to `out`, across its parts.
+    /// Append bytes `from..to` (clamped to the block) to `out`.
     pub fn extend_into(&self, from: usize, to: usize, out: &mut Vec<u8>) {
-        let split = self.head.len();
         let to = to.min(self.len());
-        if from < split {
-            out.extend_from_slice(&self.head[from..to.min(split)]);
-        }
-        if to > split {
-            out.extend_from_slice(&self.tail[from.max(split) - split..to - split]);
+        if from < to {
+            out.extend_from_slice(&self.0[from..to]);
         }
     }
 }
 
-/// A block as a GET delivered it: its bytes and the buffers they keep alive (the tail's
-/// only when it has one).
+/// A block as a GET delivered it: its bytes and the buffer they keep alive.
 #[derive(Debug, Clone)]
 pub struct FetchedBlock {
     pub block: Block,
-    pub buffers: (BufferId, Option<BufferId>),
+    pub buffer: BufferId,
 }
 
 impl FetchedBlock {
@@ -89,22 +71,12 @@ impl FetchedBlock {
     pub fn within(bytes: Bytes, buffer: BufferId) -> Self {
         FetchedBlock {
             block: Block::whole(bytes),
-            buffers: (buffer, None),
-        }
-    }
-
-    /// A block crossing from one buffer into the next.
-    pub fn across(head: (Bytes, BufferId), tail: (Bytes, BufferId)) -> Self {
-        FetchedBlock {
-            block: Block {
-                head: head.0,
-                tail: tail.0,
-            },
-            buffers: (head.1, Some(tail.1)),
+            buffer,
         }
     }
 
     /// A block in a buffer of its own.
+    #[cfg(test)]
     pub fn copied(bytes: Vec<u8>) -> Self {
         let buffer = BufferId::new(bytes.len() as u64);
         FetchedBlock::within(Bytes::from(bytes), buffer)
@@ -120,33 +92,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_block_in_two_parts_is_sliced_within_a_part_and_copied_across() {
-        let head = (Bytes::from_static(b"abcd"), BufferId::new(4));
-        let tail = (Bytes::from_static(b"efg"), BufferId::new(3));
-        let fetched = FetchedBlock::across(head, tail);
-        let block = &fetched.block;
+    fn a_block_is_sliced_and_copied_within_its_bounds() {
+        let block = Block::whole(Bytes::from_static(b"abcdefg"));
         assert_eq!(block.len(), 7);
-        assert_eq!(
-            &block.slice_in_part(1, 6)[..],
-            b"bcd",
-            "stops at the head's end"
-        );
-        assert_eq!(&block.slice_in_part(4, 6)[..], b"ef");
-        assert_eq!(&block.slice_in_part(5, 99)[..], b"fg");
-        assert!(
-            block.slice_in_part(7, 9).is_empty(),
-            "empty only at the end"
-        );
+        assert_eq!(&block.slice(1, 6)[..], b"bcdef");
+        assert_eq!(&block.slice(5, 99)[..], b"fg");
+        assert!(block.slice(7, 9).is_empty(), "empty only at the end");
+        assert!(block.slice(9, 3).is_empty());
         let mut out = Vec::new();
         block.extend_into(2, 6, &mut out);
         assert_eq!(out, b"cdef");
         out.clear();
         block.extend_into(5, 99, &mut out);
         assert_eq!(out, b"fg");
-        out.clear();
-        block.extend_into(0, 3, &mut out);
-        assert_eq!(out, b"abc");
-        let whole = Block::whole(Bytes::from_static(b"xyz"));
-        assert_eq!(&whole.slice_in_part(1, 10)[..], b"yz");
+        block.extend_into(8, 99, &mut out);
+        assert_eq!(out, b"fg", "nothing past the end");
     }
 }

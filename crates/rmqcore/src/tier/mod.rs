@@ -11,7 +11,8 @@
 //! Compacted index files and the file form's sealed consume-queue files follow the
 //! segments they point into (`remote_index.rs`, `remote_queue.rs`, both keeping what they
 //! fetch whole in `bounded_cache.rs`). Reads go through the block cache (`block_cache.rs`, its blocks slices of
-//! the GETs' own buffers, `cached_block.rs`, its maps hashed by `block_key_hash.rs`),
+//! the buffers the GETs' bodies are copied into, `cached_block.rs`, reused from a pool,
+//! `receive_buffers.rs`, its maps hashed by `block_key_hash.rs`),
 //! which GETs fetch which blocks (`block_runs.rs`, `ranged_reads.rs`), and the bucket
 //! client (`object_client.rs`, with its checked ranged GETs in `recorded_get.rs` and its
 //! errors in `object_errors.rs`).
@@ -29,6 +30,7 @@ pub mod object_client;
 mod object_errors;
 mod ranged_reads;
 pub mod reader;
+mod receive_buffers;
 mod recorded_get;
 mod remote_index;
 pub mod remote_log;

@@ -8,6 +8,7 @@
 //! a later reader and a restarted uploader can tell the object is the file.
 
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -23,6 +24,7 @@ use tokio::runtime::Runtime;
 use super::block_cache::FetchedBlock;
 use super::location::TierLocation;
 use super::object_errors::tier_error;
+use super::receive_buffers::ReceiveBuffers;
 use super::recorded_get::{get_blocks, get_checked, recorded_crc, CRC_METADATA};
 use crate::error::{Error, Result};
 
@@ -50,6 +52,8 @@ pub struct ObjectClient {
     location: TierLocation,
     store: AmazonS3,
     runtime: Runtime,
+    /// What ranged GETs' bodies are copied into (`receive_buffers.rs`).
+    buffers: Arc<ReceiveBuffers>,
 }
 
 impl std::fmt::Debug for ObjectClient {
@@ -115,6 +119,7 @@ impl ObjectClient {
             location,
             store,
             runtime,
+            buffers: ReceiveBuffers::new(),
         })
     }
 
@@ -222,9 +227,8 @@ impl ObjectClient {
     }
 
     /// `get_recorded`, its body cut into `block`-byte blocks as it arrives (the last one
-    /// shorter at the range's end), slices of the HTTP client's buffers where a block
-    /// lies within one (`recorded_get::collect_blocks`): no copy into one buffer for the
-    /// whole range, nor into the blocks.
+    /// shorter at the range's end), slices of receive buffers reused from a pool
+    /// (`recorded_get::collect_blocks`).
     pub fn get_recorded_blocks(
         &self,
         object: &ObjectPath,
@@ -233,9 +237,14 @@ impl ObjectClient {
         block: usize,
     ) -> Result<Vec<FetchedBlock>> {
         let offset = range.start;
-        let fetched =
-            self.runtime
-                .block_on(get_blocks(&self.store, object, range, (size, crc32), block));
+        let fetched = self.runtime.block_on(get_blocks(
+            &self.store,
+            &self.buffers,
+            object,
+            range,
+            (size, crc32),
+            block,
+        ));
         self.settled(object, offset, fetched)
     }
 
@@ -267,8 +276,9 @@ impl ObjectClient {
         done: impl FnOnce(Option<Vec<FetchedBlock>>) + Send + 'static,
     ) {
         let store = self.store.clone();
+        let buffers = Arc::clone(&self.buffers);
         self.runtime.spawn(async move {
-            let fetched = get_blocks(&store, &object, range, recorded, block).await;
+            let fetched = get_blocks(&store, &buffers, &object, range, recorded, block).await;
             done(fetched.ok().and_then(|checked| checked.ok()));
         });
     }

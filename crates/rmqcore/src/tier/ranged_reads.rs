@@ -39,11 +39,7 @@ impl RemoteLog {
         let first = position / BLOCK_SIZE;
         let last = (end - 1) / BLOCK_SIZE;
         if first == last {
-            let within = self.read_in_block(segment, position, length)?;
-            if within.len() as u64 == end - position {
-                return Ok(within);
-            }
-            // It crosses from one part of its block into the other: copied below.
+            return self.read_in_block(segment, position, length);
         }
         let blocks = self.blocks(segment, first..=last)?;
         let mut bytes = Vec::with_capacity((end - position) as usize);
@@ -57,8 +53,7 @@ impl RemoteLog {
     }
 
     /// Up to `length` bytes at `position` of `segment`, no further than the end of the
-    /// block holding `position` (or of its part holding it, for a block in two parts,
-    /// `cached_block.rs`): a slice of the cached block, never a copy (a record
+    /// block holding `position`: a slice of the cached block, never a copy (a record
     /// read from a block's tail would otherwise be copied with the next block's head).
     /// Empty only at the segment's end.
     ///
@@ -76,7 +71,7 @@ impl RemoteLog {
     }
 
     /// `read_in_block`, read as far as `length` reaches, giving up to `up_to` bytes (no
-    /// further than the end of the block, or of its part, holding `position`): a reader
+    /// further than the end of the block holding `position`): a reader
     /// of consecutive records keeps what its first read gave and reads the next records
     /// there, at no cost to the reads the cache notes.
     pub fn read_in_block_up_to(
@@ -100,7 +95,7 @@ impl RemoteLog {
                 .unwrap_or_default(),
         };
         let from = ((position - index * BLOCK_SIZE) as usize).min(block.len());
-        Ok(block.slice_in_part(from, from.saturating_add(up_to.max(length))))
+        Ok(block.slice(from, from.saturating_add(up_to.max(length))))
     }
 
     /// The first block of `window` when all of `window`'s blocks are cached (noting the

@@ -1,14 +1,16 @@
 //! A ranged GET of an object the tier recorded, checked against that record (its size
 //! and the CRC32 kept with it as metadata) before its body is read, and the body cut into
-//! the block cache's blocks as it arrives, slices of the HTTP client's own buffers.
+//! the block cache's blocks as it arrives, in buffers reused from a pool.
 
 use bytes::Bytes;
 use object_store::aws::AmazonS3;
 use object_store::path::Path as ObjectPath;
 use object_store::{Attribute, Attributes, GetOptions, GetResult, ObjectStore};
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::cached_block::{BufferId, FetchedBlock};
+use super::receive_buffers::{Filling, ReceiveBuffers};
 
 /// The metadata key holding a segment's CRC32 (lowercase hex).
 pub(super) const CRC_METADATA: &str = "rmq-crc32";
@@ -74,154 +76,176 @@ pub(super) async fn get_checked(
     Ok(Ok(result))
 }
 
-/// `get_checked`, then its body cut into `block`-byte blocks as it arrives.
+/// `get_checked`, then its body copied into receive buffers as it arrives and cut into
+/// `block`-byte blocks.
 pub(super) async fn get_blocks(
     store: &AmazonS3,
+    buffers: &Arc<ReceiveBuffers>,
     object: &ObjectPath,
     range: Range<u64>,
     (size, crc32): (u64, u32),
     block: usize,
 ) -> Checked<Vec<FetchedBlock>> {
+    let length = range.end - range.start;
     match get_checked(store, object, range, size, crc32).await? {
-        Ok(result) => collect_blocks(result.into_stream(), block).await.map(Ok),
+        Ok(result) => collect_blocks(result.into_stream(), length, block, buffers)
+            .await
+            .map(Ok),
         Err(reason) => Ok(Err(reason)),
     }
 }
 
-/// A GET's body, as it arrives, cut into `block`-byte blocks (the last shorter at the
-/// body's end), as slices of the pieces the HTTP client hands over (each a slice of the
-/// buffer it read the socket into): a block inside one piece is one slice of it, a block
-/// crossing into the next piece is two (`cached_block.rs`); no byte is copied, but for a
-/// block spread over three or more pieces, copied into its own buffer. Each block names
-/// the pieces it keeps alive, so that the cache counts a piece's bytes for as long as
-/// any block of it is cached, not just the block's own.
-pub async fn collect_blocks<S, E>(mut body: S, block: usize) -> Result<Vec<FetchedBlock>, E>
+/// A GET's body of about `length` bytes, as it arrives, copied into receive buffers
+/// (`receive_buffers.rs`) and cut into `block`-byte blocks (the last shorter at the
+/// body's end), each a slice of one buffer: every buffer but the body's last holds whole
+/// blocks. Each piece the HTTP client hands over is dropped once copied, so that it
+/// reads the socket into the same memory again. Each block names its buffer, so that the
+/// cache counts the buffer's bytes for as long as any block of it is cached.
+pub async fn collect_blocks<S, E>(
+    mut body: S,
+    length: u64,
+    block: usize,
+    buffers: &Arc<ReceiveBuffers>,
+) -> Result<Vec<FetchedBlock>, E>
 where
     S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
 {
     use futures::StreamExt;
     let mut blocks = Vec::new();
-    // The start of a block that the pieces so far ended in.
-    let mut partial: Option<(Bytes, BufferId)> = None;
+    let mut remaining = length;
+    let mut filling: Option<Filling> = None;
     while let Some(piece) = body.next().await {
-        let mut rest = piece?;
-        let buffer = BufferId::new(rest.len() as u64);
-        if let Some((head, head_buffer)) = partial.take() {
-            let need = block - head.len();
-            if rest.len() < need {
-                // This piece does not finish the block either: copy what there is.
-                let mut joined = Vec::with_capacity(block);
-                joined.extend_from_slice(&head);
-                joined.extend_from_slice(&rest);
-                let len = joined.len() as u64;
-                partial = Some((Bytes::from(joined), BufferId::new(len)));
-                continue;
+        let piece = piece?;
+        let mut rest = &piece[..];
+        while !rest.is_empty() {
+            let current = filling.get_or_insert_with(|| buffers.filling(remaining, block));
+            let copied = current.push(rest);
+            rest = &rest[copied..];
+            remaining = remaining.saturating_sub(copied as u64);
+            if current.is_full() {
+                cut(filling.take(), block, &mut blocks);
             }
-            let tail = rest.split_to(need);
-            blocks.push(FetchedBlock::across((head, head_buffer), (tail, buffer)));
-        }
-        while rest.len() >= block {
-            blocks.push(FetchedBlock::within(rest.split_to(block), buffer));
-        }
-        if !rest.is_empty() {
-            partial = Some((rest, buffer));
         }
     }
-    if let Some((bytes, buffer)) = partial {
-        blocks.push(FetchedBlock::within(bytes, buffer));
-    }
+    cut(filling, block, &mut blocks);
     Ok(blocks)
+}
+
+/// The blocks of a filled buffer, appended to `blocks`.
+fn cut(filling: Option<Filling>, block: usize, blocks: &mut Vec<FetchedBlock>) {
+    let Some(filling) = filling else { return };
+    let buffer = BufferId::new(filling.capacity() as u64);
+    let mut bytes = filling.freeze();
+    while !bytes.is_empty() {
+        let take = block.min(bytes.len());
+        blocks.push(FetchedBlock::within(bytes.split_to(take), buffer));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tier::receive_buffers::RECEIVE_BUFFER_BYTES;
 
     fn collect(
         pieces: Vec<Result<Bytes, &'static str>>,
+        length: u64,
         block: usize,
+        buffers: &Arc<ReceiveBuffers>,
     ) -> Result<Vec<FetchedBlock>, &'static str> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        runtime.block_on(collect_blocks(futures::stream::iter(pieces), block))
+        runtime.block_on(collect_blocks(
+            futures::stream::iter(pieces),
+            length,
+            block,
+            buffers,
+        ))
+    }
+
+    fn joined(blocks: &[FetchedBlock]) -> Vec<u8> {
+        let mut joined = Vec::new();
+        for block in blocks {
+            block.block.extend_into(0, block.len(), &mut joined);
+        }
+        joined
     }
 
     #[test]
     fn a_body_is_cut_into_blocks_whatever_its_pieces() {
-        let body: Vec<u8> = (0..20_000u32).map(|i| i as u8).collect();
-        let ranges = [
-            0..1,
-            1..4000,
-            4000..4096,
-            4096..9999,
-            9999..10_000,
-            10_000..20_000,
-        ];
-        let pieces: Vec<Bytes> = ranges
-            .iter()
-            .map(|range| Bytes::copy_from_slice(&body[range.clone()]))
+        let buffers = ReceiveBuffers::new();
+        let block = 64 << 10;
+        let length = 2 * RECEIVE_BUFFER_BYTES + 100_000;
+        let body: Vec<u8> = (0..length as u32)
+            .map(|i| (i * 7 + i / 251) as u8)
             .collect();
-        let blocks = collect(pieces.iter().cloned().map(Ok).collect(), 4096).unwrap();
-        let lengths: Vec<usize> = blocks.iter().map(FetchedBlock::len).collect();
-        assert_eq!(lengths, vec![4096, 4096, 4096, 4096, 20_000 - 4 * 4096]);
-        let mut joined = Vec::new();
-        for block in &blocks {
-            block.block.extend_into(0, block.len(), &mut joined);
+        // Pieces of every size, one crossing the first buffer's end.
+        let mut pieces = Vec::new();
+        let mut at = 0;
+        for size in [1, 4000, 96, 400_000, 1 << 20, 700_000, 3].iter().cycle() {
+            if at == length {
+                break;
+            }
+            let end = (at + size).min(length);
+            pieces.push(Ok(Bytes::copy_from_slice(&body[at..end])));
+            at = end;
         }
-        assert_eq!(joined, body);
-        // Block 0 starts in two pieces too small to finish it (copied, 4,000 bytes) and
-        // ends in a third (sliced); block 2 likewise (1,807 + 1 bytes copied, then the
-        // last piece); blocks 1, 3 and 4 lie within one piece each.
-        let sizes = |b: &FetchedBlock| (b.buffers.0.bytes, b.buffers.1.map(|t| t.bytes));
-        assert_eq!(sizes(&blocks[0]), (4000, Some(96)));
-        assert_eq!(sizes(&blocks[1]), (5903, None));
-        assert_eq!(sizes(&blocks[2]), (1808, Some(10_000)));
-        assert_eq!(sizes(&blocks[3]), (10_000, None));
-        let last = &pieces[5];
-        let in_last = |bytes: &Bytes| {
-            let start = last.as_ptr() as usize;
-            let at = bytes.as_ptr() as usize;
-            at >= start && at < start + last.len()
-        };
-        assert!(in_last(&blocks[3].block.slice_in_part(0, 4096)), "a slice");
-        assert_eq!(blocks[2].buffers.1, Some(blocks[3].buffers.0), "one piece");
+        let blocks = collect(pieces, length as u64, block, &buffers).unwrap();
+        assert_eq!(joined(&blocks), body);
+        let lengths: Vec<usize> = blocks.iter().map(FetchedBlock::len).collect();
+        let whole = length / block;
+        assert_eq!(lengths[..whole], vec![block; whole][..]);
+        assert_eq!(lengths[whole..], [length % block]);
+        // Each block is a slice of one buffer: two pooled ones of 32 blocks, then the
+        // rest (100,000 bytes, less than half a pooled buffer) in one of its own.
+        let per_buffer = RECEIVE_BUFFER_BYTES / block;
+        for (i, fetched) in blocks.iter().enumerate() {
+            let buffer = fetched.buffer;
+            let first = &blocks[i / per_buffer * per_buffer];
+            assert_eq!(buffer, first.buffer, "block {i}");
+            let expected = if i < 2 * per_buffer {
+                RECEIVE_BUFFER_BYTES as u64
+            } else {
+                2 * block as u64
+            };
+            assert_eq!(buffer.bytes, expected, "block {i}");
+        }
+        assert_ne!(blocks[0].buffer, blocks[per_buffer].buffer);
+        let first = blocks[0].block.slice(0, block);
+        let second = blocks[1].block.slice(0, block);
         assert_eq!(
-            blocks[3].buffers.0, blocks[4].buffers.0,
-            "one piece, two blocks"
+            second.as_ptr() as usize - first.as_ptr() as usize,
+            block,
+            "slices of one buffer, not copies"
         );
+        drop((first, second));
+        drop(blocks);
+        assert_eq!(buffers.free_buffers(), 2, "both pooled buffers came back");
     }
 
     #[test]
-    fn a_block_crossing_two_pieces_is_two_slices() {
-        let body: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+    fn a_body_longer_than_expected_still_comes_in_whole_blocks() {
+        let buffers = ReceiveBuffers::new();
+        let body: Vec<u8> = (0..10_000u32).map(|i| (i * 13) as u8).collect();
         let pieces = vec![
             Ok(Bytes::copy_from_slice(&body[..6000])),
             Ok(Bytes::copy_from_slice(&body[6000..])),
         ];
-        let blocks = collect(pieces, 4096).unwrap();
-        assert_eq!(blocks.len(), 3);
-        let (head, tail) = blocks[1].buffers;
-        assert_eq!((head.bytes, tail.map(|t| t.bytes)), (6000, Some(4000)));
-        let part = blocks[1].block.slice_in_part(100, 4096);
-        assert_eq!(
-            &part[..],
-            &body[4196..6000],
-            "the head's slice, up to its end"
-        );
-        assert_eq!(
-            blocks[2].buffers.0,
-            tail.unwrap(),
-            "block 2 keeps the tail's piece"
-        );
+        let blocks = collect(pieces, 5000, 4096, &buffers).unwrap();
+        let lengths: Vec<usize> = blocks.iter().map(FetchedBlock::len).collect();
+        assert_eq!(lengths, vec![4096, 4096, 10_000 - 8192]);
+        assert_eq!(joined(&blocks), body);
     }
 
     #[test]
     fn a_body_cut_short_is_an_error_not_fewer_blocks() {
+        let buffers = ReceiveBuffers::new();
         let failed = vec![Ok(Bytes::from_static(b"x")), Err("cut")];
-        assert!(matches!(collect(failed, 4096), Err("cut")));
-        let one = collect(vec![Ok(Bytes::from_static(b"abc"))], 4096).unwrap();
+        assert!(matches!(collect(failed, 4096, 4096, &buffers), Err("cut")));
+        let one = collect(vec![Ok(Bytes::from_static(b"abc"))], 3, 4096, &buffers).unwrap();
         assert_eq!(one.len(), 1);
-        assert_eq!(&one[0].block.slice_in_part(0, 3)[..], b"abc");
+        assert_eq!(&one[0].block.slice(0, 3)[..], b"abc");
+        assert!(collect(vec![], 0, 4096, &buffers).unwrap().is_empty());
     }
 }
