@@ -150,29 +150,70 @@ impl RemoteLog {
     }
 
     /// Records a reader will read soon, as (commit-log offset, size), mapped to where
-    /// they are in their objects: (segment, object position, size). A record whose
-    /// footer cannot be loaded is left out: its reader loads it and sees why.
-    pub(super) fn map_records(&self, records: &[(u64, u32)]) -> Vec<(TieredSegment, u64, u32)> {
-        let mut mapped = Vec::with_capacity(records.len());
-        // The segment of the last record, and its layout unless it failed to load (its
+    /// they are in their objects: (segment, object position, length). Records that lie
+    /// back to back in the log (a batch) are mapped as one span, piece by piece of the
+    /// object (one per run of the footer it crosses), not record by record: a pull's
+    /// hints name thousands of records. A record whose footer cannot be loaded is left
+    /// out: its reader loads it and sees why.
+    pub(super) fn map_records(&self, records: &[(u64, u32)]) -> Vec<(TieredSegment, u64, u64)> {
+        let mut mapped = Vec::new();
+        // The segment of the last span, and its layout unless it failed to load (its
         // other records are then left out too, not loaded again one by one).
         let mut current: Option<(TieredSegment, Option<Arc<Layout>>)> = None;
-        for &(offset, size) in records {
-            let inside = current
-                .as_ref()
-                .is_some_and(|(s, _)| offset >= s.start_offset && offset < s.end_offset());
-            if !inside {
-                current = self
-                    .segment_holding(offset)
-                    .map(|segment| (segment, self.layout(&segment).ok()));
-            }
-            let Some((segment, Some(layout))) = &current else {
-                continue;
-            };
-            if let Some((at, _)) = layout.map(offset - segment.start_offset) {
-                mapped.push((*segment, at, size));
+        for (mut offset, mut length) in spans(records) {
+            loop {
+                let inside = current
+                    .as_ref()
+                    .is_some_and(|(s, _)| offset >= s.start_offset && offset < s.end_offset());
+                if !inside {
+                    current = self
+                        .segment_holding(offset)
+                        .map(|segment| (segment, self.layout(&segment).ok()));
+                }
+                let Some((segment, Some(layout))) = &current else {
+                    break;
+                };
+                // The part of the span in this segment; the rest goes on in the next.
+                let here = length.min(segment.end_offset() - offset);
+                for (at, piece) in layout.pieces(offset - segment.start_offset, here.max(1)) {
+                    mapped.push((*segment, at, piece));
+                }
+                if here >= length {
+                    break;
+                }
+                offset += here;
+                length -= here;
             }
         }
         mapped
+    }
+}
+
+/// `records` (ascending commit-log offsets) as spans (offset, length): records that
+/// follow each other with no byte between them joined into one.
+fn spans(records: &[(u64, u32)]) -> Vec<(u64, u64)> {
+    let mut spans: Vec<(u64, u64)> = Vec::new();
+    for &(offset, size) in records {
+        let size = u64::from(size);
+        match spans.last_mut() {
+            Some((start, length)) if *start + *length == offset && size > 0 => *length += size,
+            _ => spans.push((offset, size)),
+        }
+    }
+    spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spans;
+
+    #[test]
+    fn records_back_to_back_are_one_span_and_a_gap_starts_another() {
+        // An empty record (208, 0) starts a span that the next record grows.
+        let records = [(100, 10), (110, 20), (130, 5), (200, 8), (208, 0), (208, 4)];
+        assert_eq!(spans(&records), vec![(100, 35), (200, 8), (208, 4)]);
+        assert!(spans(&[]).is_empty());
+        // Out of order: nothing is joined backwards.
+        assert_eq!(spans(&[(50, 10), (40, 10)]), vec![(50, 10), (40, 10)]);
     }
 }

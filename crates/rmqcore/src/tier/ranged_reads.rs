@@ -344,7 +344,7 @@ impl RemoteLog {
                 }
             }
             segment = Some(current);
-            let end = (position + u64::from(size.max(1))).min(current.size);
+            let end = (position + size.max(1)).min(current.size);
             for index in position / BLOCK_SIZE..=(end.max(position + 1) - 1) / BLOCK_SIZE {
                 if wanted.last() != Some(&index) {
                     wanted.push(index);
