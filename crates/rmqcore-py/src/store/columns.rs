@@ -152,7 +152,16 @@ impl<'py> Columns<'py> {
         if !self.given() {
             return Ok(None);
         }
-        let tags = match &self.tags {
+        Ok(Some(Metadata {
+            tags: self.tag(index)?,
+            keys: self.keys(py, index)?,
+            ..Metadata::default()
+        }))
+    }
+
+    /// Message `index`'s tag, borrowed from the column.
+    pub fn tag(&self, index: usize) -> PyResult<Option<Cow<'_, str>>> {
+        Ok(match &self.tags {
             Tags::None => None,
             Tags::All(tag) => Some(Cow::Borrowed(tag.to_str()?)),
             Tags::Each(tags) => match tags[index].cast::<PyString>() {
@@ -160,16 +169,15 @@ impl<'py> Columns<'py> {
                 // Checked by `extract`: not a string, so None.
                 Err(_) => None,
             },
-        };
-        let keys = match &self.keys {
-            Some(keys) => extract_keys(py, Some(&keys[index]))?,
-            None => DraftKeys::new(),
-        };
-        Ok(Some(Metadata {
-            tags,
-            keys,
-            ..Metadata::default()
-        }))
+        })
+    }
+
+    /// Message `index`'s keys, borrowed from the column where they are one string.
+    pub fn keys(&self, py: Python<'_>, index: usize) -> PyResult<DraftKeys<'_>> {
+        match &self.keys {
+            Some(keys) => extract_keys(py, Some(&keys[index])),
+            None => Ok(DraftKeys::new()),
+        }
     }
 }
 
