@@ -78,16 +78,7 @@ pub fn extract_keys<'a>(
     // Type checks first: a failed `extract` builds an exception, which costs more than
     // the rest of constructing a message.
     if let Ok(text) = keys.cast::<PyString>() {
-        let text = text.to_str()?;
-        // One key, the common case: held inline, no allocation, no splitting iterator.
-        if !text.is_empty() && !text.as_bytes().contains(&b' ') {
-            return Ok(DraftKeys::from_buf([Cow::Borrowed(text)]));
-        }
-        return Ok(text
-            .split(' ')
-            .filter(|key| !key.is_empty())
-            .map(Cow::Borrowed)
-            .collect());
+        return Ok(keys_of_text(text.to_str()?));
     }
     if let Ok(list) = keys.cast::<PyList>() {
         return list
@@ -102,6 +93,18 @@ pub fn extract_keys<'a>(
     keys.extract::<Vec<String>>()
         .map(|keys| keys.into_iter().map(Cow::Owned).collect())
         .map_err(|_| not_strings())
+}
+
+/// The keys of one string of space-separated keys, borrowed from it.
+pub fn keys_of_text(text: &str) -> DraftKeys<'_> {
+    // One key, the common case: held inline, no allocation, no splitting iterator.
+    if !text.is_empty() && !text.as_bytes().contains(&b' ') {
+        return DraftKeys::from_buf([Cow::Borrowed(text)]);
+    }
+    text.split(' ')
+        .filter(|key| !key.is_empty())
+        .map(Cow::Borrowed)
+        .collect()
 }
 
 pub fn extract_properties(

@@ -108,7 +108,7 @@ impl PyStore {
                     // (callgrind).
                     drafts.push(MessageDraft {
                         body: body.as_bytes(),
-                        tags: columns.tag(index)?,
+                        tags: columns.tag(py, index)?,
                         keys: columns.keys(py, index)?,
                         born_host,
                         ..Default::default()
