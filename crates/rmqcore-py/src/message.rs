@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rmqcore::record::message::MessageProperties;
+use rmqcore::record::message_rules::may_hold_key_separator;
 use rmqcore::record::msg_id::create_msg_id;
 use rmqcore::record::RecordView;
 use rmqcore::{DraftKeys, StoredMessage};
@@ -78,16 +79,7 @@ pub fn extract_keys<'a>(
     // Type checks first: a failed `extract` builds an exception, which costs more than
     // the rest of constructing a message.
     if let Ok(text) = keys.cast::<PyString>() {
-        let text = text.to_str()?;
-        // One key, the common case: held inline, no allocation, no splitting iterator.
-        if !text.is_empty() && !text.as_bytes().contains(&b' ') {
-            return Ok(DraftKeys::from_buf([Cow::Borrowed(text)]));
-        }
-        return Ok(text
-            .split(' ')
-            .filter(|key| !key.is_empty())
-            .map(Cow::Borrowed)
-            .collect());
+        return Ok(keys_of_text(text.to_str()?));
     }
     if let Ok(list) = keys.cast::<PyList>() {
         return list
@@ -102,6 +94,20 @@ pub fn extract_keys<'a>(
     keys.extract::<Vec<String>>()
         .map(|keys| keys.into_iter().map(Cow::Owned).collect())
         .map_err(|_| not_strings())
+}
+
+/// The keys of one string of space-separated keys, borrowed from it.
+pub fn keys_of_text(text: &str) -> DraftKeys<'_> {
+    // One key, the common case: held inline, no allocation, no splitting iterator. The
+    // space is looked for eight bytes a step: byte by byte, a 15-byte key cost about 60
+    // more instructions (callgrind).
+    if !text.is_empty() && !may_hold_key_separator(text) {
+        return DraftKeys::from_buf([Cow::Borrowed(text)]);
+    }
+    text.split(' ')
+        .filter(|key| !key.is_empty())
+        .map(Cow::Borrowed)
+        .collect()
 }
 
 pub fn extract_properties(

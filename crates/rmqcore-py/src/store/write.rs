@@ -101,7 +101,20 @@ impl PyStore {
         for (index, item) in items.iter().enumerate() {
             let (body, metadata) = match item.cast::<PyBytes>() {
                 Ok(body) if !given => (body, None),
-                Ok(body) => (body, columns.take(py, index)?),
+                Ok(body) => {
+                    // The draft takes the columns' tag and keys directly: building a
+                    // `Metadata` first and moving its fields over cost about 50
+                    // instructions a message of a 100 B batch with tags and keys
+                    // (callgrind).
+                    drafts.push(MessageDraft {
+                        body: body.as_bytes(),
+                        tags: columns.tag(py, index)?,
+                        keys: columns.keys(py, index)?,
+                        born_host,
+                        ..Default::default()
+                    });
+                    continue;
+                }
                 Err(_) => (
                     message_bodies.next().expect("one body per rmq.Message"),
                     message_metadata.next(),
