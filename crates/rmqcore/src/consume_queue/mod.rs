@@ -188,7 +188,8 @@ impl EntryCursor<'_> {
 pub struct QueueRun {
     pub queue: Arc<dyn ConsumeQueue>,
     pub first_offset: i64,
-    pub entries: Vec<CqEntry>,
+    /// Inline for one entry: a single put allocates nothing here.
+    pub entries: smallvec::SmallVec<[CqEntry; 1]>,
 }
 
 impl QueueRun {
