@@ -64,7 +64,7 @@ pub struct Dispatcher<'a> {
     warmer: Option<&'a PageWarmer>,
     /// At most one run per queue, appended together by `append_pending` so that a form
     /// writing in transactions (RocksDB) writes a batch over many queues in one. Inline
-    /// for one queue (a put's), so that a single put allocates only its entry's run.
+    /// for one queue (a put's), so that a single put allocates only its run's entries.
     runs: SmallVec<[QueueRun; 1]>,
     /// The topic and queue id of each run, by position; the known queue's run has no
     /// topic copy (it is found by `known_run`).
@@ -221,7 +221,7 @@ impl<'a> Dispatcher<'a> {
                 self.runs.push(QueueRun {
                     queue,
                     first_offset,
-                    entries: SmallVec::with_capacity(capacity.min(MAX_PENDING_ENTRIES)),
+                    entries: Vec::with_capacity(capacity.min(MAX_PENDING_ENTRIES)),
                 });
                 self.run_keys.push((key, queue_id));
                 run
@@ -251,6 +251,7 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// The position of the pending run of the record's queue.
+    #[inline]
     fn run_of(&self, topic: &[u8], queue_id: i32) -> Option<usize> {
         if let Some(known) = &self.known_queue {
             if known.queue_id == queue_id {

@@ -188,8 +188,7 @@ impl EntryCursor<'_> {
 pub struct QueueRun {
     pub queue: Arc<dyn ConsumeQueue>,
     pub first_offset: i64,
-    /// Inline for one entry: a single put allocates nothing here.
-    pub entries: smallvec::SmallVec<[CqEntry; 1]>,
+    pub entries: Vec<CqEntry>,
 }
 
 impl QueueRun {
