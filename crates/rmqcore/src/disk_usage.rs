@@ -4,6 +4,7 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
@@ -55,6 +56,9 @@ pub struct DiskGuard {
     warning_ratio: f64,
     usage_override: Mutex<Option<f64>>,
     refusing: Mutex<Option<DiskUsage>>,
+    /// Whether `refusing` holds a usage: every put checks, and a flag read spares it
+    /// the lock.
+    refusing_now: AtomicBool,
 }
 
 impl DiskGuard {
@@ -64,6 +68,7 @@ impl DiskGuard {
             warning_ratio,
             usage_override: Mutex::new(None),
             refusing: Mutex::new(None),
+            refusing_now: AtomicBool::new(false),
         }
     }
 
@@ -96,10 +101,15 @@ impl DiskGuard {
         let usage = self.usage()?;
         let mut refusing = self.refusing.lock().expect("disk guard lock");
         *refusing = (usage.ratio > self.warning_ratio).then(|| usage.clone());
+        self.refusing_now
+            .store(refusing.is_some(), Ordering::Release);
         Ok(usage)
     }
 
     pub fn check_writable(&self) -> Result<()> {
+        if !self.refusing_now.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &*self.refusing.lock().expect("disk guard lock") {
             Some(usage) => Err(Error::DiskFull {
                 path: usage.path.clone(),

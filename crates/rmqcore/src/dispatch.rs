@@ -13,6 +13,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore, CqEntry, QueueRun};
 use crate::error::{Error, Result};
 use crate::files::page_warmer::PageWarmer;
@@ -61,16 +63,28 @@ pub struct Dispatcher<'a> {
     /// Faults in consume-queue pages ahead of the writer (the append path only).
     warmer: Option<&'a PageWarmer>,
     /// At most one run per queue, appended together by `append_pending` so that a form
-    /// writing in transactions (RocksDB) writes a batch over many queues in one.
-    runs: Vec<QueueRun>,
-    /// The topic and queue id of each run, by position.
-    run_keys: Vec<(Vec<u8>, i32)>,
+    /// writing in transactions (RocksDB) writes a batch over many queues in one. Inline
+    /// for one queue (a put's), so that a single put allocates only its run's entries.
+    runs: SmallVec<[QueueRun; 1]>,
+    /// The topic and queue id of each run, by position; the known queue's run has no
+    /// topic copy (it is found by `known_run`).
+    run_keys: SmallVec<[(Vec<u8>, i32); 1]>,
     /// The run the last record went to: the next one most likely continues it.
     current: usize,
     pending_entries: usize,
     /// A queue the caller already holds (the append path's): its records open their run
-    /// without a second lookup in the queue table, which hashes the topic name.
-    known_queue: Option<(i32, Arc<dyn ConsumeQueue>)>,
+    /// without a second lookup in the queue table, which hashes the topic name, and
+    /// without copying the topic.
+    known_queue: Option<KnownQueue>,
+}
+
+/// The append path's queue, with how many records it is about to receive.
+struct KnownQueue {
+    queue_id: i32,
+    queue: Arc<dyn ConsumeQueue>,
+    records: usize,
+    /// The position of its pending run, once it has one.
+    run: Option<usize>,
 }
 
 impl<'a> Dispatcher<'a> {
@@ -79,8 +93,8 @@ impl<'a> Dispatcher<'a> {
             queues,
             index: index.batch(),
             warmer: None,
-            runs: Vec::new(),
-            run_keys: Vec::new(),
+            runs: SmallVec::new(),
+            run_keys: SmallVec::new(),
             current: 0,
             pending_entries: 0,
             known_queue: None,
@@ -88,10 +102,21 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// The records' queue, which the caller looked up already (the append path: one
-    /// queue per put). Only its id is compared, so it must be the queue of every record
+    /// queue per put), and how many records it will dispatch (its run's entries are
+    /// sized for them). Only its id is compared, so it must be the queue of every record
     /// of that id dispatched here, topic included.
-    pub fn with_queue(mut self, queue_id: i32, queue: Arc<dyn ConsumeQueue>) -> Self {
-        self.known_queue = Some((queue_id, queue));
+    pub fn with_queue(
+        mut self,
+        queue_id: i32,
+        queue: Arc<dyn ConsumeQueue>,
+        records: usize,
+    ) -> Self {
+        self.known_queue = Some(KnownQueue {
+            queue_id,
+            queue,
+            records,
+            run: None,
+        });
         self
     }
 
@@ -170,11 +195,18 @@ impl<'a> Dispatcher<'a> {
                 if self.runs.len() >= MAX_PENDING_QUEUES {
                     self.append_pending()?;
                 }
-                let queue = match &self.known_queue {
-                    Some((known_id, queue)) if *known_id == queue_id => Arc::clone(queue),
-                    _ => self
-                        .queues
-                        .get_or_create(&String::from_utf8_lossy(topic), queue_id)?,
+                let run = self.runs.len();
+                let (queue, key, capacity) = match &mut self.known_queue {
+                    Some(known) if known.queue_id == queue_id => {
+                        known.run = Some(run);
+                        (Arc::clone(&known.queue), Vec::new(), known.records)
+                    }
+                    _ => (
+                        self.queues
+                            .get_or_create(&String::from_utf8_lossy(topic), queue_id)?,
+                        topic.to_vec(),
+                        0,
+                    ),
                 };
                 let assigned = queue.writer_bounds();
                 let first_offset = assigned.max();
@@ -189,10 +221,10 @@ impl<'a> Dispatcher<'a> {
                 self.runs.push(QueueRun {
                     queue,
                     first_offset,
-                    entries: Vec::new(),
+                    entries: Vec::with_capacity(capacity.min(MAX_PENDING_ENTRIES)),
                 });
-                self.run_keys.push((topic.to_vec(), queue_id));
-                self.runs.len() - 1
+                self.run_keys.push((key, queue_id));
+                run
             }
         };
         self.current = run;
@@ -219,7 +251,13 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// The position of the pending run of the record's queue.
+    #[inline]
     fn run_of(&self, topic: &[u8], queue_id: i32) -> Option<usize> {
+        if let Some(known) = &self.known_queue {
+            if known.queue_id == queue_id {
+                return known.run;
+            }
+        }
         let is_its_queue = |key: &(Vec<u8>, i32)| key.1 == queue_id && key.0.as_slice() == topic;
         if self.run_keys.get(self.current).is_some_and(is_its_queue) {
             return Some(self.current);
@@ -232,6 +270,9 @@ impl<'a> Dispatcher<'a> {
         let appended = self.queues.append_runs(&self.runs, self.warmer);
         self.runs.clear();
         self.run_keys.clear();
+        if let Some(known) = &mut self.known_queue {
+            known.run = None;
+        }
         self.current = 0;
         self.pending_entries = 0;
         appended

@@ -9,6 +9,7 @@
 //!
 //! Thread safety: all methods may be called from any thread.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,9 @@ pub struct FlushService {
     work: Condvar,
     /// Wakes writers waiting for a flush.
     done: Condvar,
+    /// Set once `failure` is: every put checks the service's health, and a flag read
+    /// spares it the state lock, which the flush thread holds meanwhile.
+    failed: AtomicBool,
 }
 
 impl FlushService {
@@ -46,6 +50,7 @@ impl FlushService {
             }),
             work: Condvar::new(),
             done: Condvar::new(),
+            failed: AtomicBool::new(false),
         }
     }
 
@@ -58,6 +63,9 @@ impl FlushService {
     }
 
     pub fn check_healthy(&self) -> Result<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match self.failure() {
             Some(reason) => Err(Error::FlushFailed(reason)),
             None => Ok(()),
@@ -135,7 +143,10 @@ impl FlushService {
         let mut state = self.state.lock().expect("flush state lock");
         match &outcome {
             Ok(offset) => state.flushed = state.flushed.max(*offset),
-            Err(error) => state.failure = Some(error.to_string()),
+            Err(error) => {
+                state.failure = Some(error.to_string());
+                self.failed.store(true, Ordering::Release);
+            }
         }
         self.done.notify_all();
         outcome

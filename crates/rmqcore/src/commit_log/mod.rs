@@ -23,6 +23,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::error::{Error, Result};
 use crate::files::page_warmer::{PageWarmer, WarmCursor};
 use crate::files::segment::Segment;
@@ -44,11 +46,12 @@ pub struct Appended {
     pub size: usize,
 }
 
-/// The records of one `append`, which always land in one segment.
+/// The records of one `append`, which always land in one segment (held inline for a
+/// single record: a single put allocates nothing here).
 #[derive(Debug)]
 pub struct AppendedBatch {
     segment: Arc<Segment>,
-    pub records: Vec<Appended>,
+    pub records: SmallVec<[Appended; 1]>,
 }
 
 impl AppendedBatch {
@@ -158,7 +161,7 @@ impl CommitLog {
         first_queue_offset: i64,
         store_timestamp: i64,
     ) -> Result<AppendedBatch> {
-        let lengths: Vec<usize> = inputs.iter().map(record_length).collect();
+        let lengths: SmallVec<[usize; 1]> = inputs.iter().map(record_length).collect();
         let total: usize = lengths.iter().sum();
         if total > self.max_record_length() {
             return Err(Error::invalid(
@@ -185,7 +188,7 @@ impl CommitLog {
             position = 0;
         }
         segment.ensure_allocated(position + total)?;
-        let mut appended = Vec::with_capacity(inputs.len());
+        let mut appended = SmallVec::with_capacity(inputs.len());
         for (index, (input, length)) in inputs.iter().zip(&lengths).enumerate() {
             let placement = Placement {
                 queue_offset: first_queue_offset + index as i64,

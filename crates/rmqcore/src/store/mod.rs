@@ -346,10 +346,11 @@ impl StoreInner {
     /// the default queue count.
     fn ensure_topic(&self, topic: &str, queues: i32) -> Result<()> {
         let mut table = self.topics();
-        let wanted = if table.get(topic).is_none() {
-            queues.max(self.options.default_queue_count)
-        } else {
-            queues
+        // One lookup on every put to a topic that has its queues already.
+        let wanted = match table.get(topic) {
+            Some(config) if config.queue_count() >= queues => return Ok(()),
+            Some(_) => queues,
+            None => queues.max(self.options.default_queue_count),
         };
         if table.ensure(topic, wanted) {
             table.persist()?;

@@ -5,19 +5,23 @@ use crate::clock::now_millis;
 use crate::dispatch::{Dispatcher, WrittenRecord};
 use crate::error::{Error, Result};
 use crate::options::FlushMode;
-use crate::record::message::{MessageDraft, PutResult};
+use crate::record::message::{MessageDraft, PreparedMessage, PutResult};
 use crate::record::RecordInput;
 use crate::topic::{validate_topic, validate_v1_topic};
+use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{validate_queue_id, Store, StoreInner};
 
+/// Where each message of one append went; inline for a single put.
+type PutResults = SmallVec<[PutResult; 1]>;
+
 impl Store {
     /// Append one message.
     pub fn put(&self, topic: &str, queue_id: i32, draft: &MessageDraft<'_>) -> Result<PutResult> {
-        let mut results = self.put_batch(topic, queue_id, std::slice::from_ref(draft))?;
+        let mut results = self.append_drafts(topic, queue_id, std::slice::from_ref(draft))?;
         Ok(results.pop().expect("one result per message"))
     }
 
@@ -28,6 +32,18 @@ impl Store {
         queue_id: i32,
         drafts: &[MessageDraft<'_>],
     ) -> Result<Vec<PutResult>> {
+        self.append_drafts(topic, queue_id, drafts)
+            .map(SmallVec::into_vec)
+    }
+
+    /// `put_batch`, its working lists (and its results) held inline for one message: a
+    /// single put allocates nothing of its own.
+    fn append_drafts(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        drafts: &[MessageDraft<'_>],
+    ) -> Result<PutResults> {
         let started = std::time::Instant::now();
         self.check_writable()?;
         self.validate_written_topic(topic)?;
@@ -41,7 +57,8 @@ impl Store {
         let mut encoded = Vec::with_capacity(drafts.len() * 64);
         // A loop rather than `collect::<Result<Vec<_>>>()`, which moves each prepared
         // message through an error-shunting adapter.
-        let mut prepared = Vec::with_capacity(drafts.len());
+        let mut prepared: SmallVec<[PreparedMessage<'_>; 1]> =
+            SmallVec::with_capacity(drafts.len());
         for draft in drafts {
             prepared.push(draft.prepare(
                 options.max_message_size,
@@ -49,8 +66,7 @@ impl Store {
                 &mut encoded,
             )?);
         }
-        let born_default = now_millis();
-        let inputs: Vec<RecordInput<'_>> = prepared
+        let mut inputs: SmallVec<[RecordInput<'_>; 1]> = prepared
             .iter()
             .map(|message| RecordInput {
                 topic,
@@ -61,7 +77,8 @@ impl Store {
                 body_crc32: Some(message.body_crc32),
                 properties: message.properties(&encoded),
                 sys_flag: 0,
-                born_timestamp: message.born_timestamp.unwrap_or(born_default),
+                // Set under the lock for a message given none (below).
+                born_timestamp: message.born_timestamp.unwrap_or_default(),
                 born_host: message.born_host.unwrap_or(options.store_host),
                 store_host: options.store_host,
                 reconsume_times: 0,
@@ -89,6 +106,13 @@ impl Store {
             let queue = self.inner.queues.get_or_create(topic, queue_id)?;
             let first_queue_offset = queue.writer_bounds().max();
             let store_timestamp = now_millis();
+            // A message given no born time is born when it is stored: one clock read per
+            // put instead of two (each read is a few percent of a 100 B put).
+            for (input, message) in inputs.iter_mut().zip(&prepared) {
+                if message.born_timestamp.is_none() {
+                    input.born_timestamp = store_timestamp;
+                }
+            }
             let log_end_before = self.inner.commit_log.write_offset();
             let appended = self
                 .inner
@@ -102,7 +126,7 @@ impl Store {
             // they form one run.
             let mut dispatcher = Dispatcher::new(self.inner.queues.as_ref(), &self.inner.index)
                 .with_warmer(self.inner.commit_log.warmer())
-                .with_queue(queue_id, Arc::clone(&queue));
+                .with_queue(queue_id, Arc::clone(&queue), drafts.len());
             let dispatched = appended
                 .records
                 .iter()
@@ -133,7 +157,7 @@ impl Store {
                 self.inner.commit_log.roll_back(log_end_before)?;
                 return Err(self.inner.explain_disk_full(error));
             }
-            let mut results = Vec::with_capacity(appended.records.len());
+            let mut results = PutResults::with_capacity(appended.records.len());
             for (index, placed) in appended.records.iter().enumerate() {
                 results.push(PutResult {
                     store_host: options.store_host,
