@@ -15,16 +15,26 @@ use crate::send_future::{Answer, BatchOutcome};
 
 use super::Core;
 
-pub(super) fn resolve_all(received: &Receiver<Finished<Arc<BatchOutcome>>>, core: &Core) {
-    while let Ok(first) = received.recv() {
-        Python::attach(|py| {
-            let mut next = Some(first);
-            while let Some(finished) = next {
-                resolve(py, core, finished);
-                next = received.try_recv().ok();
-            }
+/// The thread attaches to Python once for its life and only lets go of the GIL while it
+/// waits: attaching anew for each run of outcomes made and freed a Python thread state
+/// (and its frame stack, mapped and unmapped) every time.
+pub(super) fn resolve_all(mut received: Receiver<Finished<Arc<BatchOutcome>>>, core: &Core) {
+    Python::attach(|py| loop {
+        // The receiver goes along into the wait (it may not be shared between threads).
+        let (receiver, first) = py.detach(move || {
+            let first = received.recv();
+            (received, first)
         });
-    }
+        received = receiver;
+        let Ok(first) = first else {
+            break;
+        };
+        let mut next = Some(first);
+        while let Some(finished) = next {
+            resolve(py, core, finished);
+            next = received.try_recv().ok();
+        }
+    });
 }
 
 pub(super) fn resolve(py: Python<'_>, core: &Core, finished: Finished<Arc<BatchOutcome>>) {
