@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+mod attached_thread;
 mod batch_child;
 mod body_batch;
 mod body_iterator;

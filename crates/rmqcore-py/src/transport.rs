@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rmqnet::client::{CallError, CallHandle, Tls, UnaryCalls};
 
+use crate::attached_thread::run_attached;
 use crate::errors::broker_error;
 
 /// How long a blocking call sleeps before it checks for Ctrl-C.
@@ -65,14 +66,13 @@ pub struct PyPendingCall {
     handle: Mutex<Option<CallHandle>>,
 }
 
-fn run_completions(received: &Receiver<Completion>) {
-    for (pending, callback) in received {
-        Python::attach(|py| {
-            if let Err(error) = callback.call1(py, (pending,)) {
-                error.write_unraisable(py, Some(callback.bind(py)));
-            }
-        });
-    }
+/// The completion thread's loop (attached to Python for its life, `attached_thread.rs`).
+fn run_completions(received: Receiver<Completion>) {
+    run_attached(received, |py, (pending, callback), _| {
+        if let Err(error) = callback.call1(py, (pending,)) {
+            error.write_unraisable(py, Some(callback.bind(py)));
+        }
+    });
 }
 
 impl PyTransport {
@@ -115,7 +115,7 @@ impl PyTransport {
         let (completions, received) = mpsc::channel();
         std::thread::Builder::new()
             .name("rmq-call-done".into())
-            .spawn(move || run_completions(&received))
+            .spawn(move || run_completions(received))
             .map_err(|error| PyRuntimeError::new_err(error.to_string()))?;
         Ok(PyTransport {
             calls: Mutex::new(Some(calls)),

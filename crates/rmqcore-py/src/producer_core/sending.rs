@@ -82,7 +82,7 @@ impl PyProducerCore {
         let core = Arc::clone(&self.core);
         let resolver = std::thread::Builder::new()
             .name("rmq-resolve".into())
-            .spawn(move || resolve::resolve_all(&received, &core))
+            .spawn(move || resolve::resolve_all(received, &core))
             .map_err(|error| pyo3::exceptions::PyRuntimeError::new_err(error.to_string()))?;
         let sender = Sender::start(Arc::clone(&self.core), channels, outcomes)
             .map_err(pyo3::exceptions::PyRuntimeError::new_err)?;

@@ -1,7 +1,11 @@
 //! The producer's books: the batches waiting per queue, the queues in flight, the retries,
 //! the batches waiting for a route, and the byte and message counts the limits bound,
-//! behind one mutex whose condition variable wakes whoever waits on a change (the sender
-//! thread, the owner's route thread, a flush, a send held back by the buffer limits).
+//! behind one mutex. Three condition variables wake the three kinds of waiters: the sender
+//! thread (a batch may have become due), the owner's route thread (a topic's route is
+//! wanted) and the owner's other threads (a flush, a send held back by the buffer limits
+//! or waiting for a route). The changes made for every batch (a batch queued, stored,
+//! finished) wake only the waiters they concern: each wake-up is a switch between threads,
+//! and waking every thread on every change made them most of the producer's switches.
 //! Every rule of when a batch leaves, is retried or waits for a route is here.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -122,10 +126,15 @@ pub struct Pushed<O> {
     pub ready: Option<Batch<O>>,
 }
 
-/// The books and their condition variable, shared by every thread of one producer.
+/// The books and their condition variables, shared by every thread of one producer.
 pub struct Core<O> {
     state: Mutex<State<O>>,
+    /// The owner's threads waiting in `wait_until`.
     changed: Condvar,
+    /// The sender thread, waiting in `due` for a batch to send.
+    sender_wake: Condvar,
+    /// The owner's route thread, waiting in `wanted_routes`.
+    routes_wake: Condvar,
 }
 
 impl<O: Clone> Default for Core<O> {
@@ -147,6 +156,8 @@ impl<O: Clone> Default for Core<O> {
                 stopping: false,
             }),
             changed: Condvar::new(),
+            sender_wake: Condvar::new(),
+            routes_wake: Condvar::new(),
         }
     }
 }
@@ -160,8 +171,22 @@ impl<O: Clone> Core<O> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Wake every waiter: after a change that any of them may wait for.
     pub fn notify(&self) {
         self.changed.notify_all();
+        self.sender_wake.notify_all();
+        self.routes_wake.notify_all();
+    }
+
+    /// Wake the sender thread: a batch may be due now, or due at an earlier time than
+    /// its wait ends.
+    fn wake_sender(&self) {
+        self.sender_wake.notify_all();
+    }
+
+    /// Wake the route thread: a topic's route is wanted.
+    pub(super) fn wake_routes(&self) {
+        self.routes_wake.notify_all();
     }
 
     /// Change the books, then wake whoever waits on them.
@@ -173,6 +198,15 @@ impl<O: Clone> Core<O> {
 
     /// Wait until `done(state)` holds (true) or `until` passes (false).
     pub fn wait_until(&self, until: Instant, done: impl Fn(&State<O>) -> bool) -> bool {
+        self.wait_on(&self.changed, until, done)
+    }
+
+    /// `wait_until` for the route thread, woken by the changes to the wanted routes.
+    pub(super) fn wait_for_routes(&self, until: Instant, done: impl Fn(&State<O>) -> bool) {
+        self.wait_on(&self.routes_wake, until, done);
+    }
+
+    fn wait_on(&self, condvar: &Condvar, until: Instant, done: impl Fn(&State<O>) -> bool) -> bool {
         let mut state = self.lock();
         loop {
             if done(&state) {
@@ -182,8 +216,7 @@ impl<O: Clone> Core<O> {
             if now >= until {
                 return false;
             }
-            state = self
-                .changed
+            state = condvar
                 .wait_timeout(state, until - now)
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .0;
@@ -217,7 +250,7 @@ impl<O: Clone> Core<O> {
         {
             batches.push_back(Batch::new(key, new_outcome()));
             // The sender thread schedules its linger.
-            self.notify();
+            self.wake_sender();
         }
         let batch = batches.back_mut().expect("a batch was just opened");
         batch.messages.extend_from_slice(encoded);
@@ -237,7 +270,7 @@ impl<O: Clone> Core<O> {
                 // between threads costs more than the send.
                 ready = state.take_next(key);
             } else {
-                self.notify();
+                self.wake_sender();
             }
         }
         Pushed {
@@ -269,11 +302,16 @@ impl<O: Clone> Core<O> {
         let batches = state.waiting.entry(key.clone()).or_default();
         batches.push_back(batch);
         let alone = batches.len() == 1;
-        if alone && !state.inflight.contains(key) {
+        let inflight = state.inflight.contains(key);
+        if alone && !inflight {
             return state.take_next(key);
         }
         drop(state);
-        self.notify();
+        // Behind a batch in flight, it leaves when that one is answered (`release`, or
+        // `finished` for a batch that was not stored): nothing for the sender to do now.
+        if !inflight {
+            self.wake_sender();
+        }
         None
     }
 
@@ -285,30 +323,54 @@ impl<O: Clone> Core<O> {
 
     /// The shard stored the batch of queue `key`: free the queue and, with `take_next`,
     /// take its next batch if it is ready to be sent now.
+    /// Only the sender is woken, and only when the queue keeps a batch it did not take
+    /// (one lingering, now due at its linger's end): the batch's owner learns of it in
+    /// `finished`, which follows.
     pub fn release(&self, key: &QueueKey, take_next: bool) -> Option<Batch<O>> {
-        self.update(|state| {
-            state.inflight.remove(key);
-            let now = Instant::now();
-            let next_ready = take_next
-                && !state.retries.contains_key(key)
-                && state.waiting.get(key).is_some_and(|batches| {
-                    batches.front().is_some_and(|next| !next.refresh_route)
-                        && state.ready(batches, now)
-                });
-            next_ready.then(|| state.take_next(key)).flatten()
-        })
+        let mut state = self.lock();
+        state.inflight.remove(key);
+        let now = Instant::now();
+        let next_ready = take_next
+            && !state.retries.contains_key(key)
+            && state.waiting.get(key).is_some_and(|batches| {
+                batches.front().is_some_and(|next| !next.refresh_route) && state.ready(batches, now)
+            });
+        let next = next_ready.then(|| state.take_next(key)).flatten();
+        let left_waiting = next.is_none() && state.waiting.contains_key(key);
+        let idle = state.idle();
+        drop(state);
+        if left_waiting || idle {
+            self.wake_sender();
+        }
+        if idle {
+            self.changed.notify_all();
+        }
+        next
     }
 
     /// The batch's outcome was delivered: take it off the books, freeing its queue
     /// unless `release` already did. The batch is dropped after the lock.
+    /// The owner's waiters are woken (the counts fell); the sender only when a batch of
+    /// the queue may now leave (this one was not stored, so `release` did not free the
+    /// queue) or the producer is closed (it ends once idle), and so is the route thread.
     pub fn finished(&self, batch: Batch<O>) {
-        self.update(|state| {
-            if !batch.released {
-                state.inflight.remove(&batch.key());
-            }
-            state.buffered -= batch.bytes;
-            state.pending -= batch.count;
-        });
+        let mut state = self.lock();
+        let queue_waits = !batch.released && {
+            let key = batch.key();
+            state.inflight.remove(&key);
+            state.waiting.contains_key(&key)
+        };
+        state.buffered -= batch.bytes;
+        state.pending -= batch.count;
+        let closed = state.closed;
+        drop(state);
+        self.changed.notify_all();
+        if queue_waits || closed {
+            self.wake_sender();
+        }
+        if closed {
+            self.wake_routes();
+        }
         drop(batch);
     }
 
@@ -325,7 +387,7 @@ impl<O: Clone> Core<O> {
         let at = now + state.retry.delay;
         state.retries.insert(batch.key(), (batch, at));
         drop(state);
-        self.notify();
+        self.wake_sender();
         Ok(())
     }
 
@@ -352,7 +414,7 @@ impl<O: Clone> Core<O> {
                 wake.saturating_duration_since(now).max(MIN_WAKE)
             });
             state = self
-                .changed
+                .sender_wake
                 .wait_timeout(state, sleep)
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .0;

@@ -50,7 +50,7 @@ impl<O: Clone> Core<O> {
         }
         drop(state);
         if parked {
-            self.notify();
+            self.wake_routes();
         }
         (groups, failed)
     }
@@ -85,7 +85,7 @@ impl<O: Clone> Core<O> {
     /// For the owner's route thread: the topics whose route is wanted, waiting up to
     /// `until`; None once the producer is stopping, or closed with nothing left.
     pub fn wanted_routes(&self, until: Instant) -> Option<Vec<String>> {
-        self.wait_until(until, |state| {
+        self.wait_for_routes(until, |state| {
             !state.wanted.is_empty() || state.stopping || (state.closed && state.idle())
         });
         let mut state = self.lock();

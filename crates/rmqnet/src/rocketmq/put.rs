@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rmqcore::{FlushMode, MessageDraft, PutResult, Store};
+use rmqcore::{MessageDraft, PutResult, Store};
 use rmqproto::rocketmq_v2::{Code, SendMessageResponse, SendResultEntry};
 
 use super::check::Checked;
@@ -24,11 +24,6 @@ pub(super) struct Plan {
     pub checked: Vec<Option<Checked>>,
     pub entries: Vec<Option<SendResultEntry>>,
     pub batches: Vec<Batch>,
-}
-
-/// Whether a put to `store` returns only once its bytes are flushed (sync flush).
-pub(super) fn waits_for_flush(store: &Store) -> bool {
-    store.options().flush_mode == FlushMode::Sync
 }
 
 /// The engine's draft of an accepted message: its fields move into it (the message id

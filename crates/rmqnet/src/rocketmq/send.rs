@@ -19,11 +19,11 @@ use rmqproto::rocketmq_v2::{
 };
 
 use super::check::{check, Checked, Refused};
-use super::put::{store, waits_for_flush, Batch, Plan};
+use super::put::{store, Batch, Plan};
 use super::python_text::repr;
 use super::status::refused;
 use crate::grpc::{self, Body};
-use crate::shard::Shard;
+use crate::shard::{waits_for_flush, Shard};
 
 /// The SendMessage handler of a shard process.
 pub struct MessageSender {
