@@ -267,3 +267,59 @@ def test_read_ahead_is_bounded_for_all_concurrent_readers_together(
     spent = after["bytes_fetched"] - before["bytes_fetched"]
     assert spent < 1.3 * evicted, (spent, evicted)
     store.close()
+
+
+def test_a_lone_reader_of_one_queue_of_many_reads_ahead_its_share_in_large_gets(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    """One queue of four (1 KiB messages, 128 to each in turn) read alone: its read-ahead
+    is measured in its own records' bytes (what the tier fetches of a queue-grouped
+    object), not in the bytes of the log they span, four times as many, so a reader alone
+    takes most of the read-ahead bound and its GETs average more than 3 MiB (measured in
+    log bytes, 6 MiB of its records were ahead, topped up 3 MiB at a time: 12 GETs of
+    about 2 MiB here, now 7; a GET ends at its queue's run in a segment and at an 8 MiB
+    chunk of the object, so 7 is about as few as three segments allow); what it
+    fetched ahead stayed within the bound, none of it pushed out unread, each byte was
+    fetched about once and every record arrives intact."""
+    segment = 32 << 20
+    store = rmq.Store(
+        str(tmp_path / "store"),
+        commitlog_segment_size=segment,
+        tier_url=f"s3://{s3_bucket}/shard-0",
+        tier_endpoint=aws_env.endpoint,
+        local_retention_bytes=0,
+    )
+    store.create_topic("Four", 4)
+
+    def four_body(queue: int, i: int) -> bytes:
+        return f"four:{queue}:{i}:".encode().ljust(1024, b"f")
+
+    counts = dict.fromkeys(range(4), 0)
+    while store.commitlog_max_offset() < 3 * segment + (1 << 20):
+        for queue in range(4):
+            batch = [rmq.Message(four_body(queue, counts[queue] + j)) for j in range(128)]
+            store.put_batch("Four", queue, batch)
+            counts[queue] += 128
+    store.upload_to_tier()  # what the background uploader has not done yet
+    store.run_retention()
+    evicted = evicted_bytes(store)
+    assert evicted >= 3 * segment
+    before = reads(store)
+    bodies: list[bytes] = []
+    offset = 0
+    while offset < counts[0]:
+        batch = store.get("Four", 0, offset, 32)
+        assert batch, f"stopped at {offset} of {counts[0]}"
+        bodies.extend(m.body for m in batch)
+        offset = batch[-1].queue_offset + 1
+    assert bodies == [four_body(0, i) for i in range(counts[0])]
+    after = reads(store)
+    gets = after["range_reads"] - before["range_reads"]
+    spent = after["bytes_fetched"] - before["bytes_fetched"]
+    # Its records in the evicted segments, about a quarter of them (and their headers).
+    assert evicted / 4 < spent < 1.2 * evicted / 4, (spent, evicted)
+    assert gets * (3 << 20) < spent, (gets, spent)
+    assert after["read_ahead_peak_bytes"] > after["read_ahead_limit_bytes"] // 2, after
+    assert after["read_ahead_peak_bytes"] <= after["read_ahead_limit_bytes"], after
+    assert after["read_ahead_evicted_unread_bytes"] == 0, after
+    store.close()

@@ -174,6 +174,10 @@ impl Store {
             fs::write(abort_path(root), std::process::id().to_string()).at(&abort_path(root))?;
             crate::files::atomic_file::sync_dir(root)?;
         }
+        // Pulls' hints share the bound of the tier's read-ahead among the queues read.
+        let read_ahead = read_ahead::QueueReadAhead::new(
+            tier.as_ref().map(|uploader| Arc::clone(uploader.remote())),
+        );
         let inner = Arc::new(StoreInner {
             root: root.to_path_buf(),
             lock: Mutex::new(lock),
@@ -195,7 +199,7 @@ impl Store {
             retention_lock: Mutex::new(()),
             background_stop: (Mutex::new(false), Condvar::new()),
             tier,
-            read_ahead: read_ahead::QueueReadAhead::default(),
+            read_ahead,
             metrics: metrics::StoreMetrics::default(),
             options,
         });

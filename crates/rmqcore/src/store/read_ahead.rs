@@ -6,43 +6,82 @@
 //! A queue is hinted whole groups of entries, ahead of the consumer, and each group once:
 //! a pull within hinted groups costs a map lookup, and the tier gets the groups' ranges
 //! together, so its GETs cover whole runs of the queue's records. How far ahead is
-//! measured in bytes of the log the hinted records span, not in entries, and topped up
-//! half that span at a time: a queue whose records lie back to back (one queue, or large
-//! batches) spans a quarter of the bytes per entry that one of four interleaved queues
-//! does, and hinting one group at a time made one 1 MiB GET per group (`bench tier`,
-//! quick, the store written with one queue: 505 GETs for 537 MB, now 137).
+//! measured in the bytes of the hinted records themselves (what the tier fetches of a
+//! queue-grouped object, where a queue's records lie back to back), not in entries nor in
+//! the bytes of the log they span, and topped up half that span at a time. The span is a
+//! share of the tier's read-ahead bound (`BlockCache::fetch_ahead_limit`): the bound
+//! divided among the queues pulled from the tier lately, so one reader alone hints up to
+//! seven eighths of it and four at once a quarter of that each; a hint never goes past
+//! the room the bound leaves at the time (what it would name past it is hinted at a later
+//! pull). Measured in log bytes (24 MiB), a reader of one queue of four had about 6 MiB
+//! of its own records ahead, topped up 3 MiB at a time: 60 GETs of about 2.5 MB for
+//! `bench tier`'s quick store, now 32.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::commit_log::CommitLog;
 use crate::consume_queue::ConsumeQueue;
+use crate::tier::remote_log::RemoteLog;
 
 /// Entries per group.
 const GROUP: i64 = 1024;
 /// Groups hinted ahead of the one a pull starts in, at least: with 1 KiB records, about
 /// 3 MiB of one queue's records in flight or cached ahead of its consumer.
 const MIN_GROUPS_AHEAD: i64 = 3;
-/// More groups are hinted until the hinted records span this many bytes of the log (what
-/// one hint fetches is still bounded by the read cache, `BlockCache::fetch_ahead_limit`).
-/// With 12 MiB a reader of one queue of four topped up about 1 MiB at a time, one GET
-/// each: 24 MiB halves its GETs (`bench tier`'s store at 2 GiB: 534 to 239 for 544 MB),
-/// and four such readers still keep at most 24 MiB ahead, within the 32 MiB bound of a
-/// 64 MiB cache.
-const AHEAD_SPAN: u64 = 24 << 20;
-/// And never more groups than this ahead.
-const MAX_GROUPS_AHEAD: i64 = 16;
+/// The share of the read-ahead bound the readers' spans add up to: a reader's hints reach
+/// at most a group past its span (a group of 1 KiB records is 1 MiB), and the eighth
+/// left over keeps such overshoots inside the bound, past which the tier would drop them
+/// (their records then fetched when read, block by block, in small GETs).
+const SPAN_SHARE: (u64, u64) = (7, 8);
+/// And never more groups than this ahead (64 MiB of 1 KiB records).
+const MAX_GROUPS_AHEAD: i64 = 64;
+/// A queue pulled from the tier within this long counts as a reader sharing the bound.
+const READING_LATELY: Duration = Duration::from_secs(1);
 /// Queues remembered; past this the memory is cleared (a hint is only a hint).
 const MAX_QUEUES: usize = 4096;
 
-#[derive(Debug, Default)]
+/// What was hinted of one queue.
+#[derive(Debug, Clone, Copy)]
+struct Hinted {
+    /// The groups hinted, as [first, end).
+    first: i64,
+    end: i64,
+    /// Records hinted and their bytes, since `first`: their mean size turns entries
+    /// ahead into bytes ahead.
+    records: u64,
+    bytes: u64,
+    /// When the queue was last pulled from the tier.
+    pulled: Instant,
+}
+
+impl Hinted {
+    /// The bytes of the hinted records from queue offset `offset` on.
+    fn bytes_ahead(&self, offset: i64) -> u64 {
+        let entries = (self.end * GROUP - offset).max(0) as u64;
+        entries.saturating_mul(self.bytes) / self.records.max(1)
+    }
+}
+
 pub(super) struct QueueReadAhead {
-    /// Per queue (by its object's address): the groups already hinted, as [first, end),
-    /// and the commit-log offset of the last record hinted.
-    hinted: Mutex<HashMap<usize, (i64, i64, u64)>>,
+    /// Per queue (by its object's address).
+    hinted: Mutex<HashMap<usize, Hinted>>,
+    /// The tier the hints are for, and its read-ahead bound in bytes.
+    tier: Option<(Arc<RemoteLog>, u64)>,
 }
 
 impl QueueReadAhead {
+    pub(super) fn new(tier: Option<Arc<RemoteLog>>) -> Self {
+        QueueReadAhead {
+            hinted: Mutex::default(),
+            tier: tier.map(|tier| {
+                let limit = tier.read_ahead_limit_bytes();
+                (tier, limit)
+            }),
+        }
+    }
+
     /// A pull of `queue` starts at `offset`, whose record lies at `commitlog_offset`:
     /// when that record is only in the tier, hint the groups ahead not yet hinted.
     pub(super) fn before_pull(
@@ -52,6 +91,9 @@ impl QueueReadAhead {
         offset: i64,
         commitlog_offset: i64,
     ) {
+        let Some((tier, limit_bytes)) = &self.tier else {
+            return;
+        };
         let Some(remote_below) = commit_log.remote_below() else {
             return;
         };
@@ -60,41 +102,68 @@ impl QueueReadAhead {
         }
         let key = Arc::as_ptr(queue) as *const () as usize;
         let group = offset / GROUP;
-        let (first, from, mut last_hinted) = {
-            let mut hinted = self.hinted.lock().expect("read-ahead lock");
-            if hinted.len() >= MAX_QUEUES {
-                hinted.clear();
+        let now = Instant::now();
+        let (mut hinted, span) = {
+            let mut all = self.hinted.lock().expect("read-ahead lock");
+            if all.len() >= MAX_QUEUES {
+                all.clear();
             }
-            match hinted.get(&key) {
-                Some(&(first, end, last)) if first <= group && group <= end => {
-                    (first, end.max(group), last)
-                }
-                _ => (group, group, 0),
+            let fresh = Hinted {
+                first: group,
+                end: group,
+                records: 0,
+                bytes: 0,
+                pulled: now,
+            };
+            let entry = all.entry(key).or_insert(fresh);
+            if !(entry.first <= group && group <= entry.end) {
+                *entry = fresh;
             }
+            entry.end = entry.end.max(group);
+            entry.pulled = now;
+            let hinted = *entry;
+            if hinted.end >= group + 1 + MAX_GROUPS_AHEAD {
+                return;
+            }
+            let readers = all
+                .values()
+                .filter(|other| now.duration_since(other.pulled) < READING_LATELY)
+                .count()
+                .max(1) as u64;
+            let span = limit_bytes * SPAN_SHARE.0 / SPAN_SHARE.1 / readers;
+            // Topped up only once half the span is read (or fewer than `MIN_GROUPS_AHEAD`
+            // are left): a top-up of half the span is one GET of that size when the
+            // queue's records lie back to back, where one group at a time made GETs of
+            // one group.
+            let enough_groups = hinted.end >= group + 1 + MIN_GROUPS_AHEAD;
+            if enough_groups && hinted.bytes_ahead(offset) >= span / 2 {
+                return;
+            }
+            // A queue's first hint is `MIN_GROUPS_AHEAD` only: the other queues read
+            // with it may not have pulled yet, and its share is known at its next pull.
+            (hinted, if hinted.records == 0 { 0 } else { span })
         };
-        let spanned = |last: u64| last.saturating_sub(commitlog_offset as u64);
-        // Topped up only once half the span is read (or fewer than `MIN_GROUPS_AHEAD` are
-        // left): a top-up of half the span is one GET of that size when the queue's
-        // records lie back to back, where one group at a time made GETs of one group.
-        let enough_groups = from >= group + 1 + MIN_GROUPS_AHEAD;
-        if from >= group + 1 + MAX_GROUPS_AHEAD
-            || (enough_groups && spanned(last_hinted) >= AHEAD_SPAN / 2)
-        {
-            return;
-        }
-        // The groups ahead, one at a time, until the records span `AHEAD_SPAN` of the log
-        // from the pull's record, or `MAX_GROUPS_AHEAD`; at least `MIN_GROUPS_AHEAD`.
+        // The groups ahead, one at a time, until their records come to `span` bytes from
+        // the pull's record, or `MAX_GROUPS_AHEAD`; at least `MIN_GROUPS_AHEAD`. None past
+        // the room the bound leaves now (the tier would drop them and fetch their records
+        // when read, block by block): those are hinted at a later pull.
+        let mut room = tier.read_ahead_room_bytes();
+        let from = hinted.end;
         let mut records: Vec<(u64, u32)> = Vec::new();
-        let mut end = from;
-        while end < group + 1 + MAX_GROUPS_AHEAD {
-            if end >= group + 1 + MIN_GROUPS_AHEAD && spanned(last_hinted) >= AHEAD_SPAN {
+        while hinted.end < group + 1 + MAX_GROUPS_AHEAD {
+            let ahead = hinted.bytes_ahead(offset);
+            if hinted.end >= group + 1 + MIN_GROUPS_AHEAD && ahead >= span {
                 break;
             }
-            let start = (end * GROUP).max(offset);
-            let count = ((end + 1) * GROUP - start).max(0) as usize;
+            if hinted.records > 0 && (GROUP as u64) * hinted.bytes / hinted.records > room {
+                break; // (the group's bytes estimated by the mean record's)
+            }
+            let start = (hinted.end * GROUP).max(offset);
+            let count = ((hinted.end + 1) * GROUP - start).max(0) as usize;
             // A hint only: entries that cannot be read now are the pull's to report.
             let entries = queue.entries(start, count).unwrap_or_default();
             let complete = entries.len() == count;
+            let before = records.len();
             records.extend(
                 entries
                     .into_iter()
@@ -102,19 +171,29 @@ impl QueueReadAhead {
                     .take_while(|entry| (entry.commitlog_offset as u64) < remote_below)
                     .map(|entry| (entry.commitlog_offset as u64, entry.size.max(0) as u32)),
             );
-            last_hinted = records.last().map_or(last_hinted, |&(last, _)| last);
-            end += 1;
+            let bytes: u64 = records[before..]
+                .iter()
+                .map(|&(_, size)| u64::from(size))
+                .sum();
+            if bytes > room && before > 0 {
+                records.truncate(before);
+                break;
+            }
+            room = room.saturating_sub(bytes);
+            hinted.records += (records.len() - before) as u64;
+            hinted.bytes += bytes;
+            hinted.end += 1;
             if !complete {
                 break; // the queue's end (or the tier's): nothing further to hint now
             }
         }
-        if end == from {
-            return; // hinted far enough already
+        if hinted.end == from {
+            return; // hinted far enough already, or no room now
         }
         self.hinted
             .lock()
             .expect("read-ahead lock")
-            .insert(key, (first, end, last_hinted));
+            .insert(key, hinted);
         if !records.is_empty() {
             commit_log.prefetch_remote(&records);
         }

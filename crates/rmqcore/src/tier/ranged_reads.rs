@@ -306,6 +306,19 @@ impl RemoteLog {
         cache.fetch_ahead_limit()
     }
 
+    /// The bytes all readers together may have fetched ahead and not read yet: what the
+    /// readers' hints share (`store/read_ahead.rs`).
+    pub fn read_ahead_limit_bytes(&self) -> u64 {
+        self.fetch_ahead_limit() as u64 * BLOCK_SIZE
+    }
+
+    /// The bytes that may still be fetched ahead now, for all readers together: a hint
+    /// past them would be dropped, and its records fetched when read, block by block.
+    pub fn read_ahead_room_bytes(&self) -> u64 {
+        let cache = self.cache.0.lock().expect("block cache lock");
+        cache.ahead_room() as u64 * BLOCK_SIZE
+    }
+
     /// A reader going through `segment` block after block will want the rest of its
     /// chunk and the chunks after it.
     ///
