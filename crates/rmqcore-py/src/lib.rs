@@ -41,6 +41,7 @@ fn _rmqcore(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<put_result::PyPutResults>()?;
     module.add_class::<put_result::PyPutResultIter>()?;
     module.add_class::<store::PyStore>()?;
+    store::put_fast_call::install(module.py())?;
     module.add_class::<store::PyPullResult>()?;
     module.add_class::<store::PyEncodedPull>()?;
     module.add_class::<body_batch::PyBodyBatch>()?;

@@ -221,7 +221,7 @@ impl<'a> Dispatcher<'a> {
                 self.runs.push(QueueRun {
                     queue,
                     first_offset,
-                    entries: Vec::with_capacity(capacity.min(MAX_PENDING_ENTRIES)),
+                    entries: SmallVec::with_capacity(capacity.min(MAX_PENDING_ENTRIES)),
                 });
                 self.run_keys.push((key, queue_id));
                 run

@@ -10,6 +10,7 @@
 mod admin;
 pub(crate) mod columns;
 mod metrics;
+pub(crate) mod put_fast_call;
 mod read;
 mod test_hooks;
 mod tier;

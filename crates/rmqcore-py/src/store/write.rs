@@ -28,6 +28,8 @@ fn parsed_born_host(py: Python<'_>, born_host: Option<&str>) -> PyResult<Option<
 
 #[pymethods]
 impl PyStore {
+    // Python calls `put_fast_call::put`, which replaces this method on the type and hands
+    // it only the calls it does not take itself (so their errors are pyo3's).
     #[pyo3(signature = (topic, body, *, queue_id = 0, tags = None, keys = None, properties = None, flag = 0, born_timestamp = None, born_host = None))]
     #[expect(
         clippy::too_many_arguments,
@@ -46,18 +48,18 @@ impl PyStore {
         born_timestamp: Option<i64>,
         born_host: Option<&str>,
     ) -> PyResult<PyPutResult> {
-        let queue_id = checked_i32(py, "queue_id", queue_id)?;
-        let draft = MessageDraft {
-            body: body.as_bytes(),
-            tags: tags.map(Cow::Borrowed),
-            keys: extract_keys(py, keys)?,
-            properties: extract_properties(py, properties)?,
-            flag: checked_i32(py, "flag", flag)?,
+        self.put_message(
+            py,
+            topic,
+            &body,
+            queue_id,
+            tags,
+            keys,
+            properties,
+            flag,
             born_timestamp,
-            born_host: parsed_born_host(py, born_host)?,
-        };
-        let store = &self.inner;
-        without_gil(py, || store.put(topic, queue_id, &draft)).map(PyPutResult::from)
+            born_host,
+        )
     }
 
     #[pyo3(signature = (topic, queue_id, messages, *, tags = None, keys = None, born_host = None))]
@@ -140,5 +142,39 @@ impl PyStore {
         let store = &self.inner;
         let results = without_gil(py, || store.put_batch(topic, queue_id, &drafts))?;
         Ok(PyPutResults::from(results))
+    }
+}
+
+impl PyStore {
+    /// `put` once its arguments are extracted, whichever way they were parsed.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
+    pub(super) fn put_message(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        body: &Bound<'_, PyBytes>,
+        queue_id: i64,
+        tags: Option<&str>,
+        keys: Option<&Bound<'_, PyAny>>,
+        properties: Option<&Bound<'_, PyAny>>,
+        flag: i64,
+        born_timestamp: Option<i64>,
+        born_host: Option<&str>,
+    ) -> PyResult<PyPutResult> {
+        let queue_id = checked_i32(py, "queue_id", queue_id)?;
+        let draft = MessageDraft {
+            body: body.as_bytes(),
+            tags: tags.map(Cow::Borrowed),
+            keys: extract_keys(py, keys)?,
+            properties: extract_properties(py, properties)?,
+            flag: checked_i32(py, "flag", flag)?,
+            born_timestamp,
+            born_host: parsed_born_host(py, born_host)?,
+        };
+        let store = &self.inner;
+        without_gil(py, || store.put(topic, queue_id, &draft)).map(PyPutResult::from)
     }
 }

@@ -13,7 +13,11 @@ use crate::consume_queue::remote::{RemoteQueueFiles, SealedQueueFile};
 use crate::consume_queue::{ConsumeQueue, ConsumeQueueStore};
 use crate::error::{Error, IoContext, Result};
 
-type QueuesByTopic = HashMap<String, BTreeMap<i32, Arc<FileConsumeQueue>>>;
+/// Looked up by topic on every put: foldhash (seeded per process) hashes a topic name in
+/// fewer instructions than the default SipHash, which took about 190 of a 100 B put
+/// (callgrind: 13,013 -> 12,846 a put).
+type QueuesByTopic =
+    HashMap<String, BTreeMap<i32, Arc<FileConsumeQueue>>, foldhash::fast::RandomState>;
 
 #[derive(Debug)]
 pub struct FileConsumeQueueStore {
@@ -40,7 +44,7 @@ impl FileConsumeQueueStore {
         remote: Option<Arc<dyn RemoteQueueFiles>>,
     ) -> Result<Self> {
         let dir = Self::dir(root);
-        let mut queues: QueuesByTopic = HashMap::new();
+        let mut queues = QueuesByTopic::default();
         if dir.is_dir() {
             for topic_entry in fs::read_dir(&dir).at(&dir)? {
                 let topic_entry = topic_entry.at(&dir)?;

@@ -19,6 +19,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 pub use entry::{CqEntry, ENTRY_SIZE, PLACEHOLDER_SIZE};
 pub use traffic::{QueueTraffic, TrafficSnapshot};
 
@@ -188,7 +190,9 @@ impl EntryCursor<'_> {
 pub struct QueueRun {
     pub queue: Arc<dyn ConsumeQueue>,
     pub first_offset: i64,
-    pub entries: Vec<CqEntry>,
+    /// One entry inline: a single put's run then allocates nothing (on the heap its
+    /// allocation and free cost about 140 instructions of a 100 B put, callgrind).
+    pub entries: SmallVec<[CqEntry; 1]>,
 }
 
 impl QueueRun {

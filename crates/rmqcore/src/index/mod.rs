@@ -154,6 +154,7 @@ impl IndexService {
                 next_offset: 0,
                 last_name,
                 active: None,
+                topic_hash: None,
             }),
             compactor_thread: Mutex::new(None),
         })
