@@ -95,6 +95,37 @@ class Client:
         raw = self.call_bytes(what, endpoint, method, request.SerializeToString())
         return answer.FromString(raw)
 
+    def call_all(self, calls: list[tuple[str, str, str, Message]], answer: type[M]) -> list[M]:
+        """``call`` for each (what, endpoint, method, request), all in flight at once: one
+        round trip for all of them rather than one each. A call that failed is made again
+        through ``call``, which retries and raises as a lone call does."""
+        done = threading.Condition()
+        pending = [len(calls)]
+
+        def ended(_: object) -> None:
+            with done:
+                pending[0] -= 1
+                done.notify_all()
+
+        started = [
+            self.transport.start(
+                endpoint, method, request.SerializeToString(), ended, timeout=self.timeout
+            )
+            for _, endpoint, method, request in calls
+        ]
+        with done:
+            # Each call ends within its timeout; the margin covers a completion thread
+            # that never gets to a call (the transport closed under it).
+            done.wait_for(lambda: pending[0] == 0, timeout=self.timeout + 5.0)
+        answers = []
+        for call, (what, endpoint, method, request) in zip(started, calls, strict=True):
+            if call.done() and call.error is None:
+                answers.append(answer.FromString(call.result()))
+            else:
+                call.cancel()
+                answers.append(self.call(what, endpoint, method, request, answer))
+        return answers
+
     def _admin(self, what: str, name: str, request: Message, answer: type[M]) -> M:
         """``Route.<name>`` on the supervisor."""
         return self.call(what, self.endpoint, _route(name), request, answer)

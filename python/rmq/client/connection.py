@@ -53,6 +53,10 @@ class Connection(Protocol):
         with the token and timeout, retried while retryable."""
         ...
 
+    def call_all(self, calls: list[tuple[str, str, str, Message]], answer: type[M]) -> list[M]:
+        """``call`` for each (what, endpoint, method, request), all in flight at once."""
+        ...
+
     def call_bytes(
         self, what: str, endpoint: str, method: str, request: bytes, *, timeout: float | None = None
     ) -> bytes:

@@ -48,6 +48,7 @@ _MAX_WAIT_MS = 10_000
 _RETRY_PAUSE = 0.2
 _PULL = method_path("Shard", "Pull")
 _FETCH_OFFSETS = method_path("Shard", "FetchOffsets")
+_QUEUE_OFFSETS = method_path("Shard", "QueueOffsets")
 _COMMIT_OFFSETS = method_path("Shard", "CommitOffsets")
 
 
@@ -130,26 +131,46 @@ class Consumer:
         return route.queues[queue_id].endpoint
 
     def _position(self) -> None:
-        """Start each queue at the group's committed offset, or at ``start``."""
+        """Start each queue at the group's committed offset, or at ``start``: the
+        committed offsets asked of every shard at once, then the ends of the queues with
+        none, all at once (a round trip each, not one per queue)."""
         by_endpoint: dict[str, list[int]] = {}
         for queue_id in self._queues:
             by_endpoint.setdefault(self._endpoint(queue_id), []).append(queue_id)
-        committed: dict[int, int] = {}
-        for endpoint, queue_ids in by_endpoint.items():
-            answer = self._client.call(
-                f"fetch offsets of {self.group}",
-                endpoint,
-                _FETCH_OFFSETS,
-                pb.FetchOffsetsRequest(group=self.group, topic=self.topic, queue_ids=queue_ids),
-                pb.FetchOffsetsResponse,
-            )
-            committed.update({entry.queue_id: entry.offset for entry in answer.offsets})
-        for queue_id, state in self._queues.items():
-            if queue_id in committed:
-                state.fetch = state.delivered = state.committed = committed[queue_id]
-            else:
-                low, high = self._client.queue_offsets(self.topic, queue_id)
-                state.fetch = state.delivered = low if self._start == "earliest" else high
+        fetched = self._client.call_all(
+            [
+                (
+                    f"fetch offsets of {self.group}",
+                    endpoint,
+                    _FETCH_OFFSETS,
+                    pb.FetchOffsetsRequest(group=self.group, topic=self.topic, queue_ids=ids),
+                )
+                for endpoint, ids in by_endpoint.items()
+            ],
+            pb.FetchOffsetsResponse,
+        )
+        committed = {entry.queue_id: entry.offset for a in fetched for entry in a.offsets}
+        fresh = [queue_id for queue_id in self._queues if queue_id not in committed]
+        ends = self._client.call_all(
+            [
+                (
+                    f"QueueOffsets {self.topic}/{queue_id}",
+                    self._endpoint(queue_id),
+                    _QUEUE_OFFSETS,
+                    pb.QueueOffsetsRequest(topic=self.topic, queue_id=queue_id),
+                )
+                for queue_id in fresh
+            ],
+            pb.QueueOffsetsResponse,
+        )
+        for queue_id, offset in committed.items():
+            if queue_id in self._queues:
+                state = self._queues[queue_id]
+                state.fetch = state.delivered = state.committed = offset
+        for queue_id, end in zip(fresh, ends, strict=True):
+            state = self._queues[queue_id]
+            start = end.min_offset if self._start == "earliest" else end.max_offset
+            state.fetch = state.delivered = start
         self._positioned = True
 
     def positions(self) -> dict[int, int]:
