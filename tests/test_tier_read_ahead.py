@@ -24,19 +24,25 @@ def body(queue: int, i: int) -> bytes:
     return f"{queue}:{i}:".encode().ljust(BODY, b"x")
 
 
+def open_tiered(path: Path, server: S3Server, bucket: str, segment: int) -> rmq.Store:
+    """A store of ``segment``-byte segments tiered to ``bucket``, keeping nothing sealed
+    locally once uploaded."""
+    return rmq.Store(
+        str(path),
+        commitlog_segment_size=segment,
+        tier_url=f"s3://{bucket}/shard-0",
+        tier_endpoint=server.endpoint,
+        local_retention_bytes=0,
+    )
+
+
 def build(
     path: Path, server: S3Server, bucket: str, queues: int = 2, evicted: int = 2
 ) -> tuple[rmq.Store, dict[int, int]]:
     """``queues`` queues written a run of 1.5 MiB each in turn over ``evicted`` + 1
     segments, the first ``evicted`` evicted; returns the store and the messages per
     queue."""
-    store = rmq.Store(
-        str(path),
-        commitlog_segment_size=SEGMENT,
-        tier_url=f"s3://{bucket}/shard-0",
-        tier_endpoint=server.endpoint,
-        local_retention_bytes=0,
-    )
+    store = open_tiered(path, server, bucket, SEGMENT)
     store.create_topic("Spread", queues)
     counts = dict.fromkeys(range(queues), 0)
     while store.commitlog_max_offset() < evicted * SEGMENT + (1 << 20):
@@ -114,13 +120,7 @@ def test_a_hint_larger_than_the_read_cache_is_fetched_within_it(
     block is pushed out by the rest of its own hint before it is read: every byte is
     fetched about once, and every record arrives intact."""
     big = 48 << 10
-    store = rmq.Store(
-        str(tmp_path / "store"),
-        commitlog_segment_size=16 << 20,
-        tier_url=f"s3://{s3_bucket}/shard-0",
-        tier_endpoint=aws_env.endpoint,
-        local_retention_bytes=0,
-    )
+    store = open_tiered(tmp_path / "store", aws_env, s3_bucket, 16 << 20)
     store.create_topic("Big", 1)
 
     def big_body(i: int) -> bytes:
@@ -156,13 +156,7 @@ def test_a_queue_whose_records_lie_back_to_back_is_read_in_large_gets(
     at a time, so the reader's GETs average more than 2 MiB (one per group made 1 MiB
     GETs), each byte is fetched about once, and every record arrives intact."""
     segment = 16 << 20
-    store = rmq.Store(
-        str(tmp_path / "store"),
-        commitlog_segment_size=segment,
-        tier_url=f"s3://{s3_bucket}/shard-0",
-        tier_endpoint=aws_env.endpoint,
-        local_retention_bytes=0,
-    )
+    store = open_tiered(tmp_path / "store", aws_env, s3_bucket, segment)
     store.create_topic("Packed", 1)
 
     def packed_body(i: int) -> bytes:
@@ -282,13 +276,7 @@ def test_a_lone_reader_of_one_queue_of_many_reads_ahead_its_share_in_large_gets(
     fetched ahead stayed within the bound, none of it pushed out unread, each byte was
     fetched about once and every record arrives intact."""
     segment = 32 << 20
-    store = rmq.Store(
-        str(tmp_path / "store"),
-        commitlog_segment_size=segment,
-        tier_url=f"s3://{s3_bucket}/shard-0",
-        tier_endpoint=aws_env.endpoint,
-        local_retention_bytes=0,
-    )
+    store = open_tiered(tmp_path / "store", aws_env, s3_bucket, segment)
     store.create_topic("Four", 4)
 
     def four_body(queue: int, i: int) -> bytes:
