@@ -70,14 +70,21 @@ def evicted_bytes(store: rmq.Store) -> int:
     return sum(s["size"] for s in status["segments"] if s["state"] == "evicted")
 
 
-def consume(store: rmq.Store, queues: list[int]) -> dict[int, list[bytes]]:
+def upload_and_evict(store: rmq.Store) -> int:
+    """Upload what the background uploader has not yet, evict it; the evicted bytes."""
+    store.upload_to_tier()
+    store.run_retention()
+    return evicted_bytes(store)
+
+
+def consume(store: rmq.Store, queues: list[int], topic: str = "Spread") -> dict[int, list[bytes]]:
     """Every queue from its start, 32 at a time, each in turn."""
     got: dict[int, list[bytes]] = {q: [] for q in queues}
-    offsets = {q: store.min_offset("Spread", q) for q in queues}
-    ends = {q: store.max_offset("Spread", q) for q in queues}
+    offsets = {q: store.min_offset(topic, q) for q in queues}
+    ends = {q: store.max_offset(topic, q) for q in queues}
     while offsets:
         for q in list(offsets):
-            batch = store.get("Spread", q, offsets[q], 32)
+            batch = store.get(topic, q, offsets[q], 32)
             assert batch, f"queue {q} stopped at {offsets[q]} of {ends[q]}"
             got[q].extend(m.body for m in batch)
             offsets[q] = batch[-1].queue_offset + 1
@@ -130,18 +137,10 @@ def test_a_hint_larger_than_the_read_cache_is_fetched_within_it(
     while store.commitlog_max_offset() < 6 * (16 << 20) + (1 << 20):
         store.put_batch("Big", 0, [rmq.Message(big_body(count + j)) for j in range(64)])
         count += 64
-    store.upload_to_tier()  # what the background uploader has not done yet
-    store.run_retention()
-    evicted = evicted_bytes(store)
+    evicted = upload_and_evict(store)
     assert evicted >= 6 * (16 << 20)
     before = fetched(store)
-    bodies: list[bytes] = []
-    offset = store.min_offset("Big", 0)
-    while offset < count:
-        batch = store.get("Big", 0, offset, 32)
-        assert batch, f"stopped at {offset} of {count}"
-        bodies.extend(m.body for m in batch)
-        offset = batch[-1].queue_offset + 1
+    bodies = consume(store, [0], "Big")[0]
     assert bodies == [big_body(i) for i in range(count)]
     spent = fetched(store) - before
     assert spent < 1.2 * evicted, (spent, evicted)
@@ -166,18 +165,10 @@ def test_a_queue_whose_records_lie_back_to_back_is_read_in_large_gets(
     while store.commitlog_max_offset() < 3 * segment + (1 << 20):
         store.put_batch("Packed", 0, [rmq.Message(packed_body(count + j)) for j in range(128)])
         count += 128
-    store.upload_to_tier()  # what the background uploader has not done yet
-    store.run_retention()
-    evicted = evicted_bytes(store)
+    evicted = upload_and_evict(store)
     assert evicted >= 3 * segment
     before = reads(store)
-    bodies: list[bytes] = []
-    offset = 0
-    while offset < count:
-        batch = store.get("Packed", 0, offset, 32)
-        assert batch, f"stopped at {offset} of {count}"
-        bodies.extend(m.body for m in batch)
-        offset = batch[-1].queue_offset + 1
+    bodies = consume(store, [0], "Packed")[0]
     assert bodies == [packed_body(i) for i in range(count)]
     after = reads(store)
     gets = after["range_reads"] - before["range_reads"]
@@ -288,18 +279,10 @@ def test_a_lone_reader_of_one_queue_of_many_reads_ahead_its_share_in_large_gets(
             batch = [rmq.Message(four_body(queue, counts[queue] + j)) for j in range(128)]
             store.put_batch("Four", queue, batch)
             counts[queue] += 128
-    store.upload_to_tier()  # what the background uploader has not done yet
-    store.run_retention()
-    evicted = evicted_bytes(store)
+    evicted = upload_and_evict(store)
     assert evicted >= 3 * segment
     before = reads(store)
-    bodies: list[bytes] = []
-    offset = 0
-    while offset < counts[0]:
-        batch = store.get("Four", 0, offset, 32)
-        assert batch, f"stopped at {offset} of {counts[0]}"
-        bodies.extend(m.body for m in batch)
-        offset = batch[-1].queue_offset + 1
+    bodies = consume(store, [0], "Four")[0]
     assert bodies == [four_body(0, i) for i in range(counts[0])]
     after = reads(store)
     gets = after["range_reads"] - before["range_reads"]
