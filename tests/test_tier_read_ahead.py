@@ -246,8 +246,11 @@ def test_read_ahead_is_bounded_for_all_concurrent_readers_together(
     assert not failures, failures
     after = reads(store)
     assert after["read_ahead_limit_bytes"] == 32 << 20  # half the 64 MiB read cache
-    # Together they reached the bound (each alone names less) and never went past it.
-    assert after["read_ahead_peak_bytes"] == after["read_ahead_limit_bytes"], after
+    # Together they read well ahead (the span is shared among the queues being read, 7/8
+    # of the bound, so how near the bound the peak comes depends on how the four overlap)
+    # and never went past it.
+    assert after["read_ahead_limit_bytes"] // 2 < after["read_ahead_peak_bytes"], after
+    assert after["read_ahead_peak_bytes"] <= after["read_ahead_limit_bytes"], after
     assert after["read_ahead_evicted_unread_bytes"] < evicted // 10, after
     spent = after["bytes_fetched"] - before["bytes_fetched"]
     assert spent < 1.3 * evicted, (spent, evicted)
