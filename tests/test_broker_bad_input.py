@@ -224,7 +224,7 @@ def test_a_burst_of_random_requests_leaves_every_shard_serving(broker: Broker) -
     check_alive(broker)
     # And real work still goes through.
     answer = broker.shard.Send(send(messages=[message(body=b"after the burst")]), timeout=10)
-    assert len(answer.msg_ids) == 1
+    assert len(answer.commitlog_offsets) == 1
 
 
 def test_requests_without_the_token_are_refused_before_the_store(brokers: Brokers) -> None:
@@ -252,6 +252,6 @@ def test_requests_without_the_token_are_refused_before_the_store(brokers: Broker
     assert health.status == health_pb2.HealthCheckResponse.SERVING
     pulled = shard.Pull(pb.PullRequest(topic="t", queue_id=0), metadata=auth, timeout=10)
     assert list(pulled.messages) == []  # the refused sends stored nothing
-    assert len(shard.Send(send(topic="t"), metadata=auth, timeout=10).msg_ids) == 1
+    assert len(shard.Send(send(topic="t"), metadata=auth, timeout=10).queue_offsets) == 1
     route_channel.close()
     shard_channel.close()

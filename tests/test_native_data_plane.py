@@ -95,7 +95,13 @@ def test_sends_and_pulls_are_answered_as_the_api_says(shard: tuple[str, Shard]) 
         ),
         pb.SendResponse,
     )
-    assert (list(sent.queue_offsets), sent.sequence, len(sent.msg_ids)) == ([0, 1, 2], 7, 3)
+    assert (list(sent.queue_offsets), sent.sequence, len(sent.commitlog_offsets)) == (
+        [0, 1, 2],
+        7,
+        3,
+    )
+    # The batch's msgIds are not listed: the answer names the store host they derive from.
+    assert (list(sent.msg_ids), bool(sent.store_host)) == ([], True)
     batches = shard_.call(
         "SendBatches",
         pb.SendBatchesRequest(
@@ -123,6 +129,7 @@ def test_sends_and_pulls_are_answered_as_the_api_says(shard: tuple[str, Shard]) 
         topic, 0, 1, b"body-1", "odd", ["k1"], {"n": "1"},
     )  # fmt: skip
     assert (everything.next_offset, everything.min_offset, everything.max_offset) == (4, 0, 4)
+    assert {m.store_host for m in everything.messages} == {sent.store_host}
     evens = shard_.call(
         "Pull", pb.PullRequest(topic=topic, queue_id=0, offset=0, tags=["even"]), pb.PullResponse
     )

@@ -11,6 +11,8 @@ use rmqcore::PutResult;
 use rmqproto::v1;
 
 use rmqnet::client::encode::{put_message, request_head};
+use rmqnet::client::outcome::answers;
+use rmqnet::client::SendOutcome;
 use rmqnet::codec::send::{decode_request, encode_send_response};
 
 #[derive(Debug, Clone)]
@@ -121,6 +123,41 @@ fn the_shards_send_response_decodes_as_the_generated_type() {
     assert_eq!(decoded.queue_offsets, vec![0, 1, 2]);
     assert_eq!(decoded.commitlog_offsets, vec![0, 1000, 2000]);
     assert_eq!(decoded.store_sizes, vec![120, 121, 122]);
+    // One batch's messages share the shard's store host: the answer names it once and
+    // the client derives each msgId from it, the ids the engine gives.
+    assert!(decoded.msg_ids.is_empty());
+    assert_eq!(decoded.store_host, "127.0.0.1:10911");
+    let raw = v1::SendBatchesResponse {
+        answers: vec![v1::SendStreamResponse {
+            sequence: 42,
+            outcome: Some(v1::send_stream_response::Outcome::Result(decoded)),
+        }],
+    }
+    .encode_to_vec();
+    let [SendOutcome::Stored(batch)] = &answers(&raw, &[3])[..] else {
+        panic!("the batch is stored");
+    };
+    let derived: Vec<String> = (0..3).filter_map(|i| batch.msg_id(i)).collect();
+    assert_eq!(
+        derived,
+        results.iter().map(PutResult::msg_id).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn results_under_different_store_hosts_keep_their_own_msg_ids() {
+    let results: Vec<PutResult> = ["127.0.0.1:10911", "[::1]:10911"]
+        .iter()
+        .map(|host| PutResult {
+            store_host: host.parse().unwrap(),
+            commitlog_offset: 64,
+            queue_offset: 0,
+            store_timestamp: 1_700_000_000_000,
+            store_size: 120,
+        })
+        .collect();
+    let decoded = v1::SendResponse::decode(encode_send_response(&results, 0).as_slice()).unwrap();
+    assert_eq!(decoded.store_host, "");
     assert_eq!(
         decoded.msg_ids,
         results.iter().map(PutResult::msg_id).collect::<Vec<_>>()

@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use rmqproto::v1::SendResponse;
+use rmqnet::client::StoredBatch;
 
 use crate::send_result::PySendResult;
 
@@ -24,7 +24,7 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 /// How a batch ended.
 pub enum Answer {
     /// The broker stored it: where each message is.
-    Stored(SendResponse),
+    Stored(StoredBatch),
     /// The exception every future of the batch raises.
     Failed(Py<PyAny>),
 }
@@ -164,13 +164,14 @@ impl BatchOutcome {
     /// batch was stored with an answer for each.
     pub(crate) fn stored_results(&self, start: usize, count: usize) -> Option<Vec<PySendResult>> {
         match &lock(&self.state).answer {
-            Some(Answer::Stored(response)) => (start..start + count)
+            Some(Answer::Stored(batch)) => (start..start + count)
                 .map(|index| {
+                    let response = &batch.response;
                     Some(PySendResult {
                         topic: self.topic.clone(),
                         queue_id: self.queue_id,
                         queue_offset: *response.queue_offsets.get(index)?,
-                        msg_id: response.msg_ids.get(index)?.clone(),
+                        msg_id: batch.msg_id(index)?,
                         commitlog_offset: *response.commitlog_offsets.get(index)?,
                         store_timestamp: *response.store_timestamps.get(index)?,
                     })
@@ -196,11 +197,11 @@ impl BatchOutcome {
     /// offset, store timestamp); None unless the batch was stored.
     fn stored(&self, index: usize) -> Option<(String, i64, i64, i64)> {
         match &lock(&self.state).answer {
-            Some(Answer::Stored(response)) => Some((
-                response.msg_ids.get(index)?.clone(),
-                *response.queue_offsets.get(index)?,
-                *response.commitlog_offsets.get(index)?,
-                *response.store_timestamps.get(index)?,
+            Some(Answer::Stored(batch)) => Some((
+                batch.msg_id(index)?,
+                *batch.response.queue_offsets.get(index)?,
+                *batch.response.commitlog_offsets.get(index)?,
+                *batch.response.store_timestamps.get(index)?,
             )),
             _ => None,
         }

@@ -27,6 +27,6 @@ pub use batch::{Batch, Finished, QueueKey};
 pub use books::{Core, Limits, Pushed, RetryPolicy, State};
 pub use calls::{CallHandle, UnaryCalls};
 pub use channels::{CallError, ShardChannels};
-pub use outcome::{SendOutcome, RETRYABLE};
+pub use outcome::{SendOutcome, StoredBatch, RETRYABLE};
 pub use sender::Sender;
 pub use tls::Tls;

@@ -4,7 +4,10 @@
 //! batch with the prost types generated from `proto/`: the answer is read once, on the
 //! sender's thread, so this costs no extra copy on the hot path.
 
+use std::net::SocketAddr;
+
 use prost::Message as _;
+use rmqcore::record::msg_id::create_msg_id;
 use rmqproto::v1::{send_stream_response, SendBatchesResponse, SendResponse};
 
 /// gRPC status codes (numbered as `grpc.StatusCode`) the producer itself reports.
@@ -29,7 +32,7 @@ pub const RETRYABLE: [i32; 3] = [
 #[derive(Debug, Clone, PartialEq)]
 pub enum SendOutcome {
     /// Stored: where each of its messages is, in order.
-    Stored(SendResponse),
+    Stored(StoredBatch),
     /// The shard refused it, or the call failed: the gRPC status code and message.
     Refused { code: i32, message: String },
     /// The route has no such queue (after a fresh lookup).
@@ -81,21 +84,63 @@ pub fn answers(raw: &[u8], counts: &[usize]) -> Vec<SendOutcome> {
 }
 
 fn stored_outcome(stored: SendResponse, count: usize) -> SendOutcome {
+    let wrong_count = || {
+        SendOutcome::refused(
+            code::UNKNOWN,
+            "the broker answered a batch with a wrong count",
+        )
+    };
     let complete = [
-        stored.msg_ids.len(),
         stored.queue_offsets.len(),
         stored.commitlog_offsets.len(),
         stored.store_timestamps.len(),
     ]
     .iter()
     .all(|&length| length == count);
-    if complete {
-        SendOutcome::Stored(stored)
+    if !complete {
+        return wrong_count();
+    }
+    // Ids come either one per message or as the host they are all derived from.
+    let store_host = if stored.msg_ids.is_empty() && count > 0 {
+        match stored.store_host.parse() {
+            Ok(host) => Some(host),
+            Err(_) => {
+                return SendOutcome::refused(
+                    code::UNKNOWN,
+                    "the broker answered a batch with neither msgIds nor a valid store host",
+                )
+            }
+        }
+    } else if stored.msg_ids.len() == count {
+        None
     } else {
-        SendOutcome::refused(
-            code::UNKNOWN,
-            "the broker answered a batch with a wrong count",
-        )
+        return wrong_count();
+    };
+    SendOutcome::Stored(StoredBatch {
+        response: stored,
+        store_host,
+    })
+}
+
+/// A stored batch's answer: each message's queue offset, commit-log offset and store
+/// timestamp, and its msgId, given or derived from the store host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredBatch {
+    pub response: SendResponse,
+    /// Set when the answer named the host instead of listing the ids.
+    store_host: Option<SocketAddr>,
+}
+
+impl StoredBatch {
+    /// Message `index`'s msgId, None past the batch's end.
+    pub fn msg_id(&self, index: usize) -> Option<String> {
+        match &self.store_host {
+            Some(host) => Some(create_msg_id(
+                host,
+                *self.response.commitlog_offsets.get(index)?,
+            )),
+            None => self.response.msg_ids.get(index).cloned(),
+        }
     }
 }
 
@@ -127,6 +172,18 @@ mod tests {
         .encode_to_vec()
     }
 
+    /// The outcome of an answer that lists its ids.
+    fn listed(response: SendResponse) -> SendOutcome {
+        SendOutcome::Stored(StoredBatch {
+            response,
+            store_host: None,
+        })
+    }
+
+    fn result(response: SendResponse) -> Option<send_stream_response::Outcome> {
+        Some(send_stream_response::Outcome::Result(response))
+    }
+
     #[test]
     fn each_batch_gets_its_own_answer_in_order() {
         let raw = response(vec![
@@ -138,7 +195,7 @@ mod tests {
             Some(send_stream_response::Outcome::Result(stored(3))),
         ]);
         let outcomes = answers(&raw, &[2, 1, 2]);
-        assert_eq!(outcomes[0], SendOutcome::Stored(stored(2)));
+        assert_eq!(outcomes[0], listed(stored(2)));
         assert_eq!(outcomes[1], SendOutcome::refused(3, "bad tags"));
         assert!(!outcomes[1].retryable());
         // Three results for a batch of two: not stored blind.
@@ -154,13 +211,57 @@ mod tests {
     #[test]
     fn a_wrong_number_of_answers_or_garbage_fails_every_batch() {
         let raw = response(vec![None]);
-        assert_eq!(answers(&raw, &[0]), vec![SendOutcome::Stored(stored(0))]);
+        assert_eq!(answers(&raw, &[0]), vec![listed(stored(0))]);
         for outcome in answers(&raw, &[1, 1])
             .into_iter()
             .chain(answers(b"\x0a\x05ab", &[1]))
         {
             assert!(matches!(
                 outcome,
+                SendOutcome::Refused {
+                    code: code::UNKNOWN,
+                    ..
+                }
+            ));
+        }
+    }
+
+    #[test]
+    fn ids_are_derived_from_a_named_store_host_and_each_offset() {
+        let host: SocketAddr = "10.1.2.3:10911".parse().unwrap();
+        let named = SendResponse {
+            msg_ids: Vec::new(),
+            commitlog_offsets: vec![0, 4096],
+            store_host: host.to_string(),
+            ..stored(2)
+        };
+        let [SendOutcome::Stored(batch)] = &answers(&response(vec![result(named)]), &[2])[..]
+        else {
+            panic!("a batch named by its host is stored");
+        };
+        assert_eq!(batch.msg_id(0), Some(create_msg_id(&host, 0)));
+        assert_eq!(batch.msg_id(1), Some(create_msg_id(&host, 4096)));
+        assert_eq!(batch.msg_id(2), None);
+        assert_eq!(
+            listed(stored(1)),
+            answers(&response(vec![result(stored(1))]), &[1])[0]
+        );
+    }
+
+    #[test]
+    fn an_answer_without_ids_or_a_valid_host_is_not_stored_blind() {
+        let no_ids = |store_host: &str| SendResponse {
+            msg_ids: Vec::new(),
+            store_host: store_host.into(),
+            ..stored(2)
+        };
+        let one_id_short = SendResponse {
+            msg_ids: vec!["id0".into()],
+            ..stored(2)
+        };
+        for answer in [no_ids(""), no_ids("not a host"), one_id_short] {
+            assert!(matches!(
+                answers(&response(vec![result(answer)]), &[2])[0],
                 SendOutcome::Refused {
                     code: code::UNKNOWN,
                     ..

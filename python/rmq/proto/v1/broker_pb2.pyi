@@ -256,9 +256,18 @@ class SendResponse(_message.Message):
     STORE_TIMESTAMPS_FIELD_NUMBER: _builtins.int
     STORE_SIZES_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
+    STORE_HOST_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
+    store_host: _builtins.str
+    """The store host ("ip:port") every message of the batch was stored under."""
     @_builtins.property
-    def msg_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def msg_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Each message's msgId, or empty when `store_host` is set: message i's msgId is then
+        the one RocketMQ makes of `store_host` and `commitlog_offsets[i]` (docs/format.md),
+        which the client derives when asked rather than every answer carrying 32 hex digits
+        per message.
+        """
+
     @_builtins.property
     def commitlog_offsets(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     @_builtins.property
@@ -276,10 +285,11 @@ class SendResponse(_message.Message):
         store_timestamps: _abc.Iterable[_builtins.int] | None = ...,
         store_sizes: _abc.Iterable[_builtins.int] | None = ...,
         sequence: _builtins.int = ...,
+        store_host: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["commitlog_offsets", b"commitlog_offsets", "msg_ids", b"msg_ids", "queue_offsets", b"queue_offsets", "sequence", b"sequence", "store_sizes", b"store_sizes", "store_timestamps", b"store_timestamps"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["commitlog_offsets", b"commitlog_offsets", "msg_ids", b"msg_ids", "queue_offsets", b"queue_offsets", "sequence", b"sequence", "store_host", b"store_host", "store_sizes", b"store_sizes", "store_timestamps", b"store_timestamps"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
