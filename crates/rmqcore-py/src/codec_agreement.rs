@@ -163,3 +163,78 @@ fn results_under_different_store_hosts_keep_their_own_msg_ids() {
         results.iter().map(PutResult::msg_id).collect::<Vec<_>>()
     );
 }
+
+fn send_response() -> impl Strategy<Value = v1::SendResponse> {
+    (
+        proptest::collection::vec("[0-9A-F]{32}", 0..4),
+        proptest::collection::vec(any::<i64>(), 0..4),
+        proptest::collection::vec(any::<i64>(), 0..4),
+        proptest::collection::vec(any::<i64>(), 0..4),
+        proptest::collection::vec(any::<i32>(), 0..4),
+        any::<u64>(),
+        "[0-9.:]{0,21}",
+    )
+        .prop_map(
+            |(msg_ids, commitlog, queue, timestamps, sizes, sequence, store_host)| {
+                v1::SendResponse {
+                    msg_ids,
+                    commitlog_offsets: commitlog,
+                    queue_offsets: queue,
+                    store_timestamps: timestamps,
+                    store_sizes: sizes,
+                    sequence,
+                    store_host,
+                }
+            },
+        )
+}
+
+fn stream_answer() -> impl Strategy<Value = v1::SendStreamResponse> {
+    use v1::send_stream_response::Outcome;
+    let outcome = prop_oneof![
+        Just(None),
+        send_response().prop_map(|result| Some(Outcome::Result(result))),
+        (any::<i32>(), ".{0,12}")
+            .prop_map(|(code, message)| Some(Outcome::Error(v1::Error { code, message }))),
+    ];
+    (any::<u64>(), outcome)
+        .prop_map(|(sequence, outcome)| v1::SendStreamResponse { sequence, outcome })
+}
+
+proptest! {
+    #[test]
+    fn the_producers_answer_reader_reads_what_the_generated_type_writes(
+        answers in proptest::collection::vec(stream_answer(), 0..4)
+    ) {
+        use rmqnet::client::answer_wire::{read_answers, ReadAnswer, StoredColumns};
+        use v1::send_stream_response::Outcome;
+        let raw = v1::SendBatchesResponse { answers: answers.clone() }.encode_to_vec();
+        let expected: Vec<ReadAnswer> = answers
+            .into_iter()
+            .map(|answer| match answer.outcome {
+                None => ReadAnswer::Stored(StoredColumns::default()),
+                Some(Outcome::Result(result)) => ReadAnswer::Stored(StoredColumns {
+                    msg_ids: result.msg_ids,
+                    commitlog_offsets: result.commitlog_offsets,
+                    queue_offsets: result.queue_offsets,
+                    store_timestamps: result.store_timestamps,
+                    store_host: result.store_host,
+                }),
+                Some(Outcome::Error(error)) => ReadAnswer::Refused {
+                    code: error.code,
+                    message: error.message,
+                },
+            })
+            .collect();
+        prop_assert_eq!(read_answers(&raw), Some(expected));
+        // Cut anywhere inside, the bytes are refused as prost refuses them.
+        for end in 0..raw.len() {
+            let cut = &raw[..end];
+            prop_assert_eq!(
+                read_answers(cut).is_some(),
+                v1::SendBatchesResponse::decode(cut).is_ok(),
+                "cut at {}", end
+            );
+        }
+    }
+}

@@ -166,7 +166,7 @@ impl BatchOutcome {
         match &lock(&self.state).answer {
             Some(Answer::Stored(batch)) => (start..start + count)
                 .map(|index| {
-                    let response = &batch.response;
+                    let response = &batch.columns;
                     Some(PySendResult {
                         topic: self.topic.clone(),
                         queue_id: self.queue_id,
@@ -199,9 +199,9 @@ impl BatchOutcome {
         match &lock(&self.state).answer {
             Some(Answer::Stored(batch)) => Some((
                 batch.msg_id(index)?,
-                *batch.response.queue_offsets.get(index)?,
-                *batch.response.commitlog_offsets.get(index)?,
-                *batch.response.store_timestamps.get(index)?,
+                *batch.columns.queue_offsets.get(index)?,
+                *batch.columns.commitlog_offsets.get(index)?,
+                *batch.columns.store_timestamps.get(index)?,
             )),
             _ => None,
         }

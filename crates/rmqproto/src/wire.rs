@@ -90,6 +90,52 @@ impl<'a> WireReader<'a> {
         Some(slice)
     }
 
+    /// Every value of a packed run of varints (a repeated integer field's bytes) appended
+    /// to `out` as protobuf reads an `int64`; None on malformed bytes.
+    pub fn packed_varints(bytes: &'a [u8], out: &mut Vec<i64>) -> Option<()> {
+        let mut reader = WireReader::new(bytes);
+        // At most one value per byte: one allocation, short-lived (counting the values
+        // first cost more than the decoding).
+        out.reserve(bytes.len());
+        while reader.at < bytes.len() {
+            let value = match reader.bytes.get(reader.at..reader.at + 8) {
+                Some(word) => reader.short_varint(word.try_into().ok()?),
+                None => None,
+            };
+            let value = match value {
+                Some(value) => value,
+                None => reader.varint()?,
+            };
+            out.push(value as i64);
+        }
+        Some(())
+    }
+
+    /// A varint of at most 8 bytes read from the 8 bytes at the reader's position in a
+    /// few word operations (byte by byte, a 6-byte timestamp cost about 50 instructions);
+    /// None for a longer one, which `varint` reads.
+    fn short_varint(&mut self, word: [u8; 8]) -> Option<u64> {
+        let word = u64::from_le_bytes(word);
+        // The last byte of the varint is the first with its high bit clear.
+        let ends = !word & 0x8080_8080_8080_8080;
+        if ends == 0 {
+            return None;
+        }
+        let length = ends.trailing_zeros() as usize / 8 + 1;
+        let kept = if length == 8 {
+            word
+        } else {
+            word & ((1u64 << (length * 8)) - 1)
+        };
+        // Drop each byte's high bit and close the gaps: 7-bit groups to 14, 28, then 56.
+        let mut value = kept & 0x7F7F_7F7F_7F7F_7F7F;
+        value = ((value & 0x7F00_7F00_7F00_7F00) >> 1) | (value & 0x007F_007F_007F_007F);
+        value = ((value & 0x3FFF_0000_3FFF_0000) >> 2) | (value & 0x0000_3FFF_0000_3FFF);
+        value = ((value & 0x0FFF_FFFF_0000_0000) >> 4) | (value & 0x0000_0000_0FFF_FFFF);
+        self.at += length;
+        Some(value)
+    }
+
     /// The next field, `Some(None)` at the end, `None` on malformed bytes.
     pub fn next_field(&mut self) -> Option<Option<(u32, WireValue<'a>)>> {
         if self.at == self.bytes.len() {
@@ -123,6 +169,32 @@ impl<'a> WireReader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_varints_read_every_length_as_one_by_one() {
+        let values: Vec<u64> = (0..64)
+            .flat_map(|bits| [1u64 << bits, (1u64 << bits) - 1, (1u64 << bits) | 1])
+            .chain([u64::MAX, 0, 300, 1_700_000_000_123])
+            .collect();
+        let mut packed = Vec::new();
+        for &value in &values {
+            put_varint(&mut packed, value);
+        }
+        // Every start position, so each value is read both word-wise and near the end.
+        for skip in 0..values.len() {
+            let mut start = Vec::new();
+            for &value in &values[..skip] {
+                put_varint(&mut start, value);
+            }
+            let mut read = Vec::new();
+            WireReader::packed_varints(&packed[start.len()..], &mut read).unwrap();
+            let expected: Vec<i64> = values[skip..].iter().map(|&v| v as i64).collect();
+            assert_eq!(read, expected);
+        }
+        let mut read = Vec::new();
+        assert!(WireReader::packed_varints(&[0x80, 0x80], &mut read).is_none());
+        assert!(WireReader::packed_varints(&[0xFF; 11], &mut read).is_none());
+    }
 
     #[test]
     fn varints_match_protobuf() {

@@ -7,6 +7,7 @@
 //! The rest of a client's calls (routes, admin, lookups, offsets, the consumer's pulls)
 //! go over the same kind of connections as plain unary calls (`calls`).
 
+pub mod answer_wire;
 pub mod batch;
 pub mod books;
 pub mod broker_reads;

@@ -1,14 +1,13 @@
 //! How a producer's batch ended, as plain Rust values: the binding turns each into the
 //! futures' result or exception (through its one error table), and nothing here knows
-//! about Python. `answers` reads a shard's `SendBatchesResponse` into one outcome per
-//! batch with the prost types generated from `proto/`: the answer is read once, on the
-//! sender's thread, so this costs no extra copy on the hot path.
+//! about Python. `answers` reads a shard's `SendBatchesResponse` (`answer_wire.rs`) into
+//! one outcome per batch, once, on the sender's thread.
 
 use std::net::SocketAddr;
 
-use prost::Message as _;
 use rmqcore::record::msg_id::create_msg_id;
-use rmqproto::v1::{send_stream_response, SendBatchesResponse, SendResponse};
+
+use super::answer_wire::{read_answers, ReadAnswer, StoredColumns};
 
 /// gRPC status codes (numbered as `grpc.StatusCode`) the producer itself reports.
 pub mod code {
@@ -60,30 +59,24 @@ impl SendOutcome {
 /// results in an answer, fails the batches it concerns rather than storing them blind.
 pub fn answers(raw: &[u8], counts: &[usize]) -> Vec<SendOutcome> {
     let malformed = |what: &str| SendOutcome::refused(code::UNKNOWN, what);
-    let Ok(response) = SendBatchesResponse::decode(raw) else {
+    let Some(read) = read_answers(raw) else {
         let outcome = malformed("the broker's SendBatches answer is malformed");
         return vec![outcome; counts.len()];
     };
-    if response.answers.len() != counts.len() {
+    if read.len() != counts.len() {
         let outcome = malformed("the broker answered SendBatches with a wrong count");
         return vec![outcome; counts.len()];
     }
-    response
-        .answers
-        .into_iter()
+    read.into_iter()
         .zip(counts)
-        .map(|(answer, &count)| match answer.outcome {
-            Some(send_stream_response::Outcome::Error(error)) => {
-                SendOutcome::refused(error.code, error.message)
-            }
-            // An empty result is a stored batch whose response has every field at default.
-            Some(send_stream_response::Outcome::Result(stored)) => stored_outcome(stored, count),
-            None => stored_outcome(SendResponse::default(), count),
+        .map(|(answer, &count)| match answer {
+            ReadAnswer::Refused { code, message } => SendOutcome::refused(code, message),
+            ReadAnswer::Stored(columns) => stored_outcome(columns, count),
         })
         .collect()
 }
 
-fn stored_outcome(stored: SendResponse, count: usize) -> SendOutcome {
+fn stored_outcome(stored: StoredColumns, count: usize) -> SendOutcome {
     let wrong_count = || {
         SendOutcome::refused(
             code::UNKNOWN,
@@ -117,7 +110,7 @@ fn stored_outcome(stored: SendResponse, count: usize) -> SendOutcome {
         return wrong_count();
     };
     SendOutcome::Stored(StoredBatch {
-        response: stored,
+        columns: stored,
         store_host,
     })
 }
@@ -126,7 +119,7 @@ fn stored_outcome(stored: SendResponse, count: usize) -> SendOutcome {
 /// timestamp, and its msgId, given or derived from the store host.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredBatch {
-    pub response: SendResponse,
+    pub columns: StoredColumns,
     /// Set when the answer named the host instead of listing the ids.
     store_host: Option<SocketAddr>,
 }
@@ -137,9 +130,9 @@ impl StoredBatch {
         match &self.store_host {
             Some(host) => Some(create_msg_id(
                 host,
-                *self.response.commitlog_offsets.get(index)?,
+                *self.columns.commitlog_offsets.get(index)?,
             )),
-            None => self.response.msg_ids.get(index).cloned(),
+            None => self.columns.msg_ids.get(index).cloned(),
         }
     }
 }
@@ -147,7 +140,10 @@ impl StoredBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmqproto::v1::{Error, SendStreamResponse};
+    use prost::Message as _;
+    use rmqproto::v1::{
+        send_stream_response, Error, SendBatchesResponse, SendResponse, SendStreamResponse,
+    };
 
     fn stored(count: usize) -> SendResponse {
         SendResponse {
@@ -175,7 +171,13 @@ mod tests {
     /// The outcome of an answer that lists its ids.
     fn listed(response: SendResponse) -> SendOutcome {
         SendOutcome::Stored(StoredBatch {
-            response,
+            columns: StoredColumns {
+                msg_ids: response.msg_ids,
+                commitlog_offsets: response.commitlog_offsets,
+                queue_offsets: response.queue_offsets,
+                store_timestamps: response.store_timestamps,
+                store_host: response.store_host,
+            },
             store_host: None,
         })
     }
