@@ -191,7 +191,7 @@ impl Shared {
 
 impl WriterState {
     /// `topic`'s `topic_prefix_hash`, computed only when it is not the last topic's.
-    #[inline]
+    #[inline(always)]
     fn topic_prefix_hash(&mut self, topic: &[u8]) -> i32 {
         match &mut self.topic_hash {
             Some((known, hash)) if known.as_slice() == topic => *hash,

@@ -21,6 +21,7 @@ use crate::index::layout::*;
 #[derive(Debug, Clone, Copy)]
 pub struct AppendState {
     header: IndexHeader,
+    slots: SlotDivisor,
     /// The next entry number (`indexCount`, at least 1).
     count: u32,
     /// `count` when the header was last read or stored.
@@ -48,6 +49,7 @@ impl IndexFile {
         let count = self.index_count();
         AppendState {
             header,
+            slots: SlotDivisor::new(self.geometry),
             count,
             stored_count: count,
             reserved_end: self.geometry.entry_position(0),
@@ -100,7 +102,7 @@ impl IndexFile {
         }
         let slot = self
             .file
-            .atomic_i32(self.geometry.slot_position(self.geometry.slot_of(key_hash)));
+            .atomic_i32(self.geometry.slot_position(state.slots.slot_of(key_hash)));
         let mut previous = i32::from_be(slot.load(Ordering::Relaxed));
         if previous <= 0 || previous as u32 > count {
             previous = 0;
@@ -169,5 +171,78 @@ impl IndexFile {
         self.store_i32(INDEX_COUNT_AT, header.index_count, Ordering::Release);
         self.dirty.store(true, Ordering::Release);
         state.stored_count = state.count;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ops::ControlFlow;
+
+    fn file(dir: &std::path::Path, name: &str) -> IndexFile {
+        let geometry = IndexGeometry {
+            slot_count: 3,
+            entry_count: 6,
+        };
+        IndexFile::create(&dir.join(name), geometry, Some((50, 900))).unwrap()
+    }
+
+    #[test]
+    fn a_batch_stores_the_header_once_with_the_bytes_of_one_put_per_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (batched, one_by_one) = (file(dir.path(), "a"), file(dir.path(), "b"));
+        // Slots 1, 1 and 2 of 3.
+        let keys = [(4, 100, 1_000), (7, 200, 2_500), (2, 300, 9_000)];
+        let mut state = batched.open_append();
+        for (hash, offset, time) in keys {
+            batched.reserve_next_entry(&mut state).unwrap();
+            assert!(batched.append_key(&mut state, hash, offset, time));
+            assert!(one_by_one.put_key(hash, offset, time));
+        }
+        // Until it is stored the header is the seeded one, while every entry can already
+        // be reached from its slot.
+        assert_eq!(batched.header().index_count, 1);
+        assert_eq!(batched.header().end_phy_offset, 50);
+        let mut reached = Vec::new();
+        batched.walk_chain(7, |number, entry| {
+            reached.push((number, entry.commitlog_offset));
+            ControlFlow::Continue(())
+        });
+        assert_eq!(reached, vec![(2, 200), (1, 100)]);
+        assert!(state.has_unstored_keys());
+        batched.store_header(&mut state);
+        assert!(!state.has_unstored_keys());
+        assert_eq!(batched.header(), one_by_one.header());
+        assert_eq!(
+            batched.header(),
+            IndexHeader {
+                begin_timestamp: 1_000,
+                end_timestamp: 9_000,
+                begin_phy_offset: 100,
+                end_phy_offset: 300,
+                hash_slot_count: 2,
+                index_count: 4,
+            }
+        );
+        let bytes = |file: &IndexFile| std::fs::read(file.path()).unwrap();
+        batched.flush().unwrap();
+        one_by_one.flush().unwrap();
+        assert_eq!(bytes(&batched), bytes(&one_by_one));
+    }
+
+    #[test]
+    fn a_full_file_refuses_the_next_key_and_keeps_its_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = file(dir.path(), "f");
+        let mut state = index.open_append();
+        for number in 1..6 {
+            assert!(!state.is_full(&index));
+            assert!(index.append_key(&mut state, number, i64::from(number) * 10, 1_000));
+        }
+        assert!(state.is_full(&index));
+        assert!(!index.append_key(&mut state, 9, 60, 1_000));
+        index.store_header(&mut state);
+        assert!(index.is_full());
+        assert_eq!(index.header().end_phy_offset, 50);
     }
 }
