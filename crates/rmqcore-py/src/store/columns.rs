@@ -168,6 +168,7 @@ impl<'py> Columns<'py> {
     }
 
     /// Message `index`'s tag, borrowed from the column.
+    #[inline]
     pub fn tag(&self, py: Python<'_>, index: usize) -> PyResult<Option<Cow<'_, str>>> {
         Ok(match &self.tags {
             Tags::None => None,
@@ -178,6 +179,7 @@ impl<'py> Columns<'py> {
     }
 
     /// Message `index`'s keys, borrowed from the column where they are one string.
+    #[inline]
     pub fn keys(&self, py: Python<'_>, index: usize) -> PyResult<DraftKeys<'_>> {
         let Some(keys) = &self.keys else {
             return Ok(DraftKeys::new());
@@ -197,6 +199,7 @@ impl<'py> Columns<'py> {
     /// Item `index` of a column as text borrowed from the column, or None when it is not
     /// a `str`. The column's tuple holds a reference to the string, and a string keeps
     /// its UTF-8 form once made, so the text lives as long as the column.
+    #[inline]
     fn column_str<'a>(
         &self,
         py: Python<'_>,

@@ -168,6 +168,19 @@ impl MappedFile {
         unsafe { &*self.map.as_ptr().add(at).cast::<AtomicI32>() }
     }
 
+    /// The `count` 4-byte words from `at` (a multiple of 4) as atomics, checked once: an
+    /// index entry's five words cost one bounds check, not five.
+    pub fn atomic_i32_words(&self, at: usize, count: usize) -> &[AtomicI32] {
+        assert!(
+            at.is_multiple_of(4),
+            "word {at} of {} is misaligned",
+            self.path.display()
+        );
+        self.check_range(at, count.saturating_mul(4));
+        // SAFETY: as for `atomic_i32`, for every word of the checked range.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(at).cast::<AtomicI32>(), count) }
+    }
+
     /// The 8-byte word at `at` (a multiple of 8) as an atomic.
     pub fn atomic_i64(&self, at: usize) -> &AtomicI64 {
         assert!(

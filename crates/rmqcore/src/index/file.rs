@@ -17,8 +17,10 @@ use crate::files::disk_reservation::ReservedPrefix;
 use crate::files::mapped_file::MappedFile;
 use crate::index::layout::*;
 
+mod append;
 mod repair;
 
+pub use append::AppendState;
 pub use repair::RepairOutcome;
 
 pub struct IndexFile {
@@ -185,79 +187,15 @@ impl IndexFile {
         }
     }
 
-    fn write_entry(&self, number: u32, entry: &IndexEntry) {
-        let at = self.geometry.entry_position(number);
-        let offset = entry.commitlog_offset as u64;
-        self.store_i32(at + ENTRY_KEY_HASH_AT, entry.key_hash, Ordering::Relaxed);
-        self.store_i32(
-            at + ENTRY_PHY_OFFSET_AT,
-            (offset >> 32) as u32 as i32,
-            Ordering::Relaxed,
-        );
-        self.store_i32(
-            at + ENTRY_PHY_OFFSET_AT + 4,
-            offset as u32 as i32,
-            Ordering::Relaxed,
-        );
-        self.store_i32(at + ENTRY_TIME_DIFF_AT, entry.time_diff, Ordering::Relaxed);
-        self.store_i32(at + ENTRY_PREV_AT, entry.prev, Ordering::Relaxed);
-    }
-
-    /// Reserve disk blocks for the next entry (and a chunk after it) before `put_key`
-    /// writes it through the mapping.
-    pub fn reserve_next_entry(&self) -> Result<()> {
-        let end = self.geometry.entry_position(self.index_count()) + ENTRY_SIZE;
-        let floor = self.geometry.entry_position(0);
-        self.reserved.ensure(
-            self.file.file(),
-            self.path(),
-            floor,
-            end,
-            self.geometry.file_size() as usize,
-        )
-    }
-
-    /// Add one key (format §3.4 "putKey", in the same order of effects). Returns false,
-    /// changing nothing, when the file is full. One writer at a time.
+    /// Add one key (format §3.4 "putKey"), header included. Returns false, changing
+    /// nothing, when the file is full. One writer at a time; a batch of keys goes through
+    /// `open_append`, `append_key` and one `store_header` instead.
     pub fn put_key(&self, key_hash: i32, commitlog_offset: i64, store_timestamp: i64) -> bool {
-        let count = self.index_count();
-        if count >= self.geometry.entry_count {
+        let mut state = self.open_append();
+        if !self.append_key(&mut state, key_hash, commitlog_offset, store_timestamp) {
             return false;
         }
-        let slot_at = self.geometry.slot_position(self.geometry.slot_of(key_hash));
-        let mut previous = self.load_i32(slot_at, Ordering::Relaxed);
-        if previous <= 0 || previous as u32 > count {
-            previous = 0;
-        }
-        let begin_timestamp = self.load_i64(BEGIN_TIMESTAMP_AT, Ordering::Relaxed);
-        let time_diff = if begin_timestamp <= 0 {
-            0
-        } else {
-            let seconds = (store_timestamp - begin_timestamp) / 1000;
-            i32::try_from(seconds.max(0)).unwrap_or(i32::MAX)
-        };
-        self.write_entry(
-            count,
-            &IndexEntry {
-                key_hash,
-                commitlog_offset,
-                time_diff,
-                prev: previous,
-            },
-        );
-        self.store_i32(slot_at, count as i32, Ordering::Release);
-        if count <= 1 {
-            self.store_i64(BEGIN_PHY_OFFSET_AT, commitlog_offset, Ordering::Relaxed);
-            self.store_i64(BEGIN_TIMESTAMP_AT, store_timestamp, Ordering::Relaxed);
-        }
-        if previous == 0 {
-            let used = self.load_i32(HASH_SLOT_COUNT_AT, Ordering::Relaxed);
-            self.store_i32(HASH_SLOT_COUNT_AT, used.wrapping_add(1), Ordering::Relaxed);
-        }
-        self.store_i64(END_PHY_OFFSET_AT, commitlog_offset, Ordering::Relaxed);
-        self.store_i64(END_TIMESTAMP_AT, store_timestamp, Ordering::Relaxed);
-        self.store_i32(INDEX_COUNT_AT, count as i32 + 1, Ordering::Release);
-        self.dirty.store(true, Ordering::Release);
+        self.store_header(&mut state);
         true
     }
 

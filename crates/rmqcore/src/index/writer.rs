@@ -2,7 +2,7 @@
 //! one when full; a batch holds the writer lock once for all its records.
 
 use crate::error::{Error, IoContext, Result};
-use crate::index::file::IndexFile;
+use crate::index::file::{AppendState, IndexFile};
 use crate::index::layout::{index_key_hash_after, topic_prefix_hash};
 use crate::record::RecordView;
 use std::fs;
@@ -16,11 +16,28 @@ pub(super) struct WriterState {
     pub(super) next_offset: i64,
     pub(super) last_name: Option<String>,
     /// The file being written, so that a put does not look it up in the file list.
-    pub(super) active: Option<(Arc<IndexFileHandle>, Arc<IndexFile>)>,
+    pub(super) active: Option<ActiveFile>,
     /// The last topic indexed and its `topic_prefix_hash`. Kept here rather than per
     /// batch so that single puts to one topic (each its own batch) hash it once: per
     /// batch it cost about 300 instructions a 100 B put (callgrind).
     pub(super) topic_hash: Option<(Vec<u8>, i32)>,
+}
+
+/// The file keys go to, with its header as the writer keeps it: stored to the file when
+/// the batch ends (`IndexBatch`'s drop) or the file fills, not once per key.
+pub(super) struct ActiveFile {
+    handle: Arc<IndexFileHandle>,
+    file: Arc<IndexFile>,
+    state: AppendState,
+}
+
+impl WriterState {
+    /// Store the active file's header if keys were added since it was last stored.
+    fn store_header(&mut self) {
+        if let Some(active) = &mut self.active {
+            active.file.store_header(&mut active.state);
+        }
+    }
 }
 
 /// Records being indexed under one hold of the writer lock (`IndexService::batch`).
@@ -49,6 +66,9 @@ impl IndexService {
         }
     }
 
+    // Once per key of every stored message: inlined into the dispatch loop, its rare
+    // steps (opening a file, sealing a full one) kept out of line.
+    #[inline(always)]
     pub(super) fn put_key(
         &self,
         writer: &mut WriterState,
@@ -56,31 +76,50 @@ impl IndexService {
         offset: i64,
         store_timestamp: i64,
     ) -> Result<()> {
-        let active = writer.active.take().or_else(|| {
-            let handle = self.shared.files().last().cloned()?;
-            let file = handle.chained()?;
-            Some((handle, file))
-        });
-        let (handle, file) = match active.filter(|(_, file)| !file.is_full()) {
-            Some(active) => active,
-            None => self.roll(writer)?,
+        if writer.active.is_none() {
+            writer.active = Some(self.open_active(writer)?);
+        }
+        let Some(ActiveFile { file, state, .. }) = writer.active.as_mut() else {
+            unreachable!("opened above");
         };
-        file.reserve_next_entry()?;
-        if !file.put_key(key_hash, offset, store_timestamp) {
-            return Err(Error::corrupt(
-                file.path(),
-                0,
-                "an index file that is not full refused a key",
-            ));
+        file.reserve_next_entry(state)?;
+        if !file.append_key(state, key_hash, offset, store_timestamp) {
+            return Err(refused_key(file));
         }
         // Sealed the moment it fills: it is compacted now, while the next key goes to a
         // new file (created when that key comes, as RocketMQ does).
-        if file.is_full() {
-            self.enqueue_compaction(handle)?;
-        } else {
-            writer.active = Some((handle, file));
+        if state.is_full(file) {
+            self.seal_active(writer)?;
         }
         Ok(())
+    }
+
+    #[cold]
+    fn seal_active(&self, writer: &mut WriterState) -> Result<()> {
+        if let Some(mut full) = writer.active.take() {
+            full.file.store_header(&mut full.state);
+            self.enqueue_compaction(full.handle)?;
+        }
+        Ok(())
+    }
+
+    /// The file the next key goes to: the last one if it has room, else a new one.
+    #[cold]
+    fn open_active(&self, writer: &mut WriterState) -> Result<ActiveFile> {
+        let last = self.shared.files().last().and_then(|handle| {
+            let file = handle.chained()?;
+            Some((Arc::clone(handle), file))
+        });
+        let (handle, file) = match last.filter(|(_, file)| !file.is_full()) {
+            Some(last) => last,
+            None => self.roll(writer)?,
+        };
+        let state = file.open_append();
+        Ok(ActiveFile {
+            handle,
+            file,
+            state,
+        })
     }
 
     /// Start a new file after the full (or missing) last one.
@@ -129,6 +168,15 @@ impl IndexService {
     }
 }
 
+#[cold]
+fn refused_key(file: &IndexFile) -> Error {
+    Error::corrupt(
+        file.path(),
+        0,
+        "an index file that is not full refused a key",
+    )
+}
+
 impl Shared {
     pub(super) fn flush_file(&self, file: &IndexFile) -> Result<()> {
         let full = file.is_full();
@@ -143,6 +191,7 @@ impl Shared {
 
 impl WriterState {
     /// `topic`'s `topic_prefix_hash`, computed only when it is not the last topic's.
+    #[inline(always)]
     fn topic_prefix_hash(&mut self, topic: &[u8]) -> i32 {
         match &mut self.topic_hash {
             Some((known, hash)) if known.as_slice() == topic => *hash,
@@ -151,6 +200,17 @@ impl WriterState {
                 *cached = Some((topic.to_vec(), hash));
                 hash
             }
+        }
+    }
+}
+
+impl Drop for IndexBatch<'_> {
+    /// The batch's keys are all written: their header is stored before the writer lock
+    /// is released, so the store publishes no record whose keys the header does not
+    /// count.
+    fn drop(&mut self) {
+        if let Some(writer) = self.writer.as_deref_mut() {
+            writer.store_header();
         }
     }
 }

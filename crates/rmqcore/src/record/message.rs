@@ -153,31 +153,31 @@ impl<'a> MessageDraft<'a> {
             let start = encoded.len();
             let properties = encoded;
             properties.reserve(total);
-            let mut entry = |name: &str, value: &[&str]| {
-                properties.extend_from_slice(name.as_bytes());
+            // Written piece by piece, not through a helper taking each value as a list of
+            // parts: the fixed pieces (names, separators) become plain moves and only the
+            // tag and key text is copied by length; the helper cost about 70 instructions
+            // a message of a 100 B batch with a tag and a key (callgrind).
+            if let Some(tags) = tags {
+                properties.extend_from_slice(PROPERTY_TAGS.as_bytes());
                 properties.push(NAME_VALUE_SEPARATOR);
-                for (index, part) in value.iter().enumerate() {
-                    if index > 0 {
-                        properties.push(KEY_SEPARATOR as u8);
-                    }
-                    properties.extend_from_slice(part.as_bytes());
+                properties.extend_from_slice(tags.as_bytes());
+                properties.push(PROPERTY_SEPARATOR);
+            }
+            if let Some((first, more)) = self.keys.split_first() {
+                properties.extend_from_slice(PROPERTY_KEYS.as_bytes());
+                properties.push(NAME_VALUE_SEPARATOR);
+                properties.extend_from_slice(first.as_bytes());
+                for key in more {
+                    properties.push(KEY_SEPARATOR as u8);
+                    properties.extend_from_slice(key.as_bytes());
                 }
                 properties.push(PROPERTY_SEPARATOR);
-            };
-            if let Some(tags) = tags {
-                entry(PROPERTY_TAGS, &[tags]);
-            }
-            if keys_length > 0 {
-                match self.keys.as_slice() {
-                    [key] => entry(PROPERTY_KEYS, &[key.as_ref()]),
-                    keys => {
-                        let keys: Vec<&str> = keys.iter().map(AsRef::as_ref).collect();
-                        entry(PROPERTY_KEYS, &keys);
-                    }
-                }
             }
             for (name, value) in user_properties {
-                entry(name, &[value]);
+                properties.extend_from_slice(name.as_bytes());
+                properties.push(NAME_VALUE_SEPARATOR);
+                properties.extend_from_slice(value.as_bytes());
+                properties.push(PROPERTY_SEPARATOR);
             }
             if with_record_crc {
                 properties.extend_from_slice(CRC_PROPERTY_PLACEHOLDER);
