@@ -20,13 +20,12 @@ pub use super::cached_block::{Block, BufferId, FetchedBlock};
 /// consumer's sparse reads are covered.
 pub const BLOCK_SIZE: u64 = 64 << 10;
 
-/// The most blocks one GET fetches (8 MiB): versitygw (the loopback S3 server of
-/// `bench tier`) spent about 1.5 ms of CPU on a GET whatever its length with its default
-/// 1 MiB read buffer, allocated per request, and 0.4 ns per byte sent, so a GET's fixed
-/// cost was worth about 4 MB of body (0.6 ms, about 1.5 MB, with the 64 KiB buffer the
-/// tests and bench give it now). 16 MiB GETs (with 2,048-entry queue hints) made fewer requests,
-/// but with four consumers of one span their read-ahead outgrew the 64 MiB cache and
-/// pushed out blocks before they were read (`bench tier`, 2 GiB: 121x the body fetched).
+/// The chunk (8 MiB) a reader going block after block through an object without a
+/// footer has fetched ahead of it (`RemoteLog::read_ahead`), and a quarter of the
+/// smallest cache. GETs are sized by `block_runs::MAX_RUN_BLOCKS`. 16 MiB chunks (with
+/// 2,048-entry queue hints) made fewer requests, but with four consumers of one span their
+/// read-ahead outgrew the 64 MiB cache and pushed out blocks before they were read
+/// (`bench tier`, 2 GiB: 121x the body fetched), before read-ahead had a bound.
 pub const CHUNK_BLOCKS: u64 = 128;
 
 /// (segment start offset, block index within the segment).

@@ -25,7 +25,9 @@ use super::block_cache::FetchedBlock;
 use super::location::TierLocation;
 use super::object_errors::tier_error;
 use super::receive_buffers::ReceiveBuffers;
-use super::recorded_get::{get_blocks, get_checked, recorded_crc, CRC_METADATA};
+use super::recorded_get::{
+    get_blocks, get_blocks_as_they_arrive, get_checked, recorded_crc, CRC_METADATA,
+};
 use crate::error::{Error, Result};
 
 /// Multipart part size: S3's minimum part is 5 MiB.
@@ -38,6 +40,16 @@ pub struct TierEndpoint {
     pub endpoint: Option<String>,
     /// None: `AWS_REGION`, else `us-east-1`.
     pub region: Option<String>,
+}
+
+/// What a background GET hands over as its body arrives.
+#[derive(Debug)]
+pub enum Arrival {
+    /// The next blocks of the body, in order.
+    Blocks(Vec<FetchedBlock>),
+    /// The body's end: whether all of it arrived and the GET's answer was the object
+    /// recorded.
+    End(bool),
 }
 
 /// What the bucket says about an object.
@@ -265,21 +277,32 @@ impl ObjectClient {
         }
     }
 
-    /// `get_recorded_blocks` in the background, handing the pieces (None on any failure)
-    /// to `done` (read-ahead: a reader that wants them fetches them itself and sees why).
+    /// `get_recorded_blocks` in the background, each receive buffer's blocks handed to
+    /// `on` as soon as they arrive (`recorded_get::get_blocks_as_they_arrive`), then
+    /// whether the whole body did (false on any failure: read-ahead, a reader that wants
+    /// the blocks not handed over fetches them itself and sees why).
     pub fn spawn_get_recorded_blocks(
         &self,
         object: ObjectPath,
         range: Range<u64>,
         recorded: (u64, u32),
         block: usize,
-        done: impl FnOnce(Option<Vec<FetchedBlock>>) + Send + 'static,
+        mut on: impl FnMut(Arrival) + Send + 'static,
     ) {
         let store = self.store.clone();
         let buffers = Arc::clone(&self.buffers);
         self.runtime.spawn(async move {
-            let fetched = get_blocks(&store, &buffers, &object, range, recorded, block).await;
-            done(fetched.ok().and_then(|checked| checked.ok()));
+            let fetched = get_blocks_as_they_arrive(
+                &store,
+                &buffers,
+                &object,
+                range,
+                recorded,
+                block,
+                |blocks| on(Arrival::Blocks(blocks)),
+            )
+            .await;
+            on(Arrival::End(matches!(fetched, Ok(Ok(())))));
         });
     }
 

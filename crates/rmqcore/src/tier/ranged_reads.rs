@@ -17,6 +17,7 @@ use bytes::Bytes;
 
 use super::block_cache::{Block, BlockKey, FetchedBlock, BLOCK_SIZE, CHUNK_BLOCKS};
 use super::block_runs::{fill_gaps, runs};
+use super::object_client::Arrival;
 use super::remote_log::RemoteLog;
 use super::state::TieredSegment;
 use crate::error::{Error, Result};
@@ -282,20 +283,34 @@ impl RemoteLog {
             let reads = Arc::clone(&self.reads);
             let start_offset = segment.start_offset;
             let recorded = (segment.size, segment.crc32);
+            // The first block of the run not settled yet, and whether what arrived so far
+            // was whole blocks where they belong.
+            let mut next = *run.start();
+            let mut sound = true;
             self.client.spawn_get_recorded_blocks(
                 object.clone(),
                 start..end,
                 recorded,
                 BLOCK_SIZE as usize,
-                move |blocks| {
-                    if let Some(blocks) = &blocks {
-                        reads.range_reads.fetch_add(1, Ordering::Relaxed);
+                move |arrival| match arrival {
+                    Arrival::Blocks(blocks) => {
                         reads
                             .bytes_fetched
-                            .fetch_add(fetched_len(blocks), Ordering::Relaxed);
+                            .fetch_add(fetched_len(&blocks), Ordering::Relaxed);
+                        sound &= fits(&blocks, next, *run.end(), end);
+                        if sound {
+                            let upto = next + blocks.len() as u64 - 1;
+                            settle(&cache, start_offset, &(next..=upto), Some(&blocks));
+                            next = upto + 1;
+                        }
                     }
-                    let blocks = blocks.filter(|blocks| whole(blocks, start, end));
-                    settle(&cache, start_offset, &run, blocks.as_deref());
+                    Arrival::End(whole) => {
+                        if whole && sound && next > *run.end() {
+                            reads.range_reads.fetch_add(1, Ordering::Relaxed);
+                        } else if next <= *run.end() {
+                            settle(&cache, start_offset, &(next..=*run.end()), None);
+                        }
+                    }
                 },
             );
         }
@@ -397,8 +412,22 @@ fn whole(blocks: &[FetchedBlock], start: u64, end: u64) -> bool {
     fetched_len(blocks) == end - start
 }
 
-/// The end of a fetch of `run`: its blocks cached when it succeeded, no longer in flight
-/// either way, and everyone waiting for a block told.
+/// Whether `blocks`, arrived for the blocks from `first` on of a run ending at block
+/// `last` and byte `end` of the object, are whole blocks of it: as many as the run has
+/// left at most, each as long as its place holds (the last one at `end` shorter).
+/// Anything else is not cached.
+fn fits(blocks: &[FetchedBlock], first: u64, last: u64, end: u64) -> bool {
+    !blocks.is_empty()
+        && first + blocks.len() as u64 - 1 <= last
+        && blocks.iter().zip(first..).all(|(block, index)| {
+            let place = index * BLOCK_SIZE;
+            block.len() as u64 == ((index + 1) * BLOCK_SIZE).min(end) - place
+        })
+}
+
+/// The end of a fetch of `run` (or of the part of it that `blocks` are): its blocks
+/// cached when it succeeded, no longer in flight either way, and everyone waiting for a
+/// block told.
 fn settle(
     cache: &super::remote_log::SharedCache,
     start_offset: u64,

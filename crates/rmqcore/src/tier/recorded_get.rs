@@ -83,12 +83,36 @@ pub(super) async fn get_blocks(
     buffers: &Arc<ReceiveBuffers>,
     object: &ObjectPath,
     range: Range<u64>,
-    (size, crc32): (u64, u32),
+    recorded: (u64, u32),
     block: usize,
 ) -> Checked<Vec<FetchedBlock>> {
+    let mut blocks = Vec::new();
+    let checked =
+        get_blocks_as_they_arrive(store, buffers, object, range, recorded, block, |arrived| {
+            blocks.extend(arrived)
+        })
+        .await?;
+    Ok(checked.map(|()| blocks))
+}
+
+/// `get_blocks`, each receive buffer's blocks handed to `arrived` as soon as the buffer
+/// is full (in the body's order; the last buffer's at the body's end), so that a reader
+/// waiting for the first blocks of a large GET need not wait for all of it. What
+/// `arrived` was handed is the object's bytes whatever happens to the rest of the body:
+/// the GET's answer was checked against the record first, and the HTTP client checks that
+/// it answers the range asked for.
+pub(super) async fn get_blocks_as_they_arrive(
+    store: &AmazonS3,
+    buffers: &Arc<ReceiveBuffers>,
+    object: &ObjectPath,
+    range: Range<u64>,
+    (size, crc32): (u64, u32),
+    block: usize,
+    arrived: impl FnMut(Vec<FetchedBlock>),
+) -> Checked<()> {
     let length = range.end - range.start;
     match get_checked(store, object, range, size, crc32).await? {
-        Ok(result) => collect_blocks(result.into_stream(), length, block, buffers)
+        Ok(result) => collect_blocks(result.into_stream(), length, block, buffers, arrived)
             .await
             .map(Ok),
         Err(reason) => Ok(Err(reason)),
@@ -98,20 +122,22 @@ pub(super) async fn get_blocks(
 /// A GET's body of about `length` bytes, as it arrives, copied into receive buffers
 /// (`receive_buffers.rs`) and cut into `block`-byte blocks (the last shorter at the
 /// body's end), each a slice of one buffer: every buffer but the body's last holds whole
-/// blocks. Each piece the HTTP client hands over is dropped once copied, so that it
-/// reads the socket into the same memory again. Each block names its buffer, so that the
-/// cache counts the buffer's bytes for as long as any block of it is cached.
+/// blocks, handed to `arrived` once full. Each piece the HTTP client hands over is
+/// dropped once copied, so that it reads the socket into the same memory again. Each
+/// block names its buffer, so that the cache counts the buffer's bytes for as long as any
+/// block of it is cached. A body cut short is an error; the buffer it was filling is
+/// dropped.
 pub async fn collect_blocks<S, E>(
     mut body: S,
     length: u64,
     block: usize,
     buffers: &Arc<ReceiveBuffers>,
-) -> Result<Vec<FetchedBlock>, E>
+    mut arrived: impl FnMut(Vec<FetchedBlock>),
+) -> Result<(), E>
 where
     S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
 {
     use futures::StreamExt;
-    let mut blocks = Vec::new();
     let mut remaining = length;
     let mut filling: Option<Filling> = None;
     while let Some(piece) = body.next().await {
@@ -123,23 +149,29 @@ where
             rest = &rest[copied..];
             remaining = remaining.saturating_sub(copied as u64);
             if current.is_full() {
-                cut(filling.take(), block, &mut blocks);
+                arrived(cut(filling.take(), block));
             }
         }
     }
-    cut(filling, block, &mut blocks);
-    Ok(blocks)
+    if filling.is_some() {
+        arrived(cut(filling, block));
+    }
+    Ok(())
 }
 
-/// The blocks of a filled buffer, appended to `blocks`.
-fn cut(filling: Option<Filling>, block: usize, blocks: &mut Vec<FetchedBlock>) {
-    let Some(filling) = filling else { return };
+/// The blocks of a filled buffer.
+fn cut(filling: Option<Filling>, block: usize) -> Vec<FetchedBlock> {
+    let Some(filling) = filling else {
+        return Vec::new();
+    };
     let buffer = BufferId::new(filling.capacity() as u64);
     let mut bytes = filling.freeze();
+    let mut blocks = Vec::with_capacity(bytes.len().div_ceil(block.max(1)));
     while !bytes.is_empty() {
         let take = block.min(bytes.len());
         blocks.push(FetchedBlock::within(bytes.split_to(take), buffer));
     }
+    blocks
 }
 
 #[cfg(test)]
@@ -153,15 +185,29 @@ mod tests {
         block: usize,
         buffers: &Arc<ReceiveBuffers>,
     ) -> Result<Vec<FetchedBlock>, &'static str> {
+        collect_arrivals(pieces, length, block, buffers).map(|arrivals| arrivals.concat())
+    }
+
+    /// What `collect_blocks` handed over, one entry per handing.
+    fn collect_arrivals(
+        pieces: Vec<Result<Bytes, &'static str>>,
+        length: u64,
+        block: usize,
+        buffers: &Arc<ReceiveBuffers>,
+    ) -> Result<Vec<Vec<FetchedBlock>>, &'static str> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        runtime.block_on(collect_blocks(
-            futures::stream::iter(pieces),
-            length,
-            block,
-            buffers,
-        ))
+        let mut arrivals = Vec::new();
+        runtime
+            .block_on(collect_blocks(
+                futures::stream::iter(pieces),
+                length,
+                block,
+                buffers,
+                |blocks| arrivals.push(blocks),
+            ))
+            .map(|()| arrivals)
     }
 
     fn joined(blocks: &[FetchedBlock]) -> Vec<u8> {
@@ -236,6 +282,49 @@ mod tests {
         let lengths: Vec<usize> = blocks.iter().map(FetchedBlock::len).collect();
         assert_eq!(lengths, vec![4096, 4096, 10_000 - 8192]);
         assert_eq!(joined(&blocks), body);
+    }
+
+    #[test]
+    fn each_full_buffer_is_handed_over_as_it_fills() {
+        let buffers = ReceiveBuffers::new();
+        let block = 64 << 10;
+        let length = 2 * RECEIVE_BUFFER_BYTES + 5;
+        let body: Vec<u8> = (0..length as u32).map(|i| (i % 253) as u8).collect();
+        let pieces: Vec<Result<Bytes, &'static str>> = body
+            .chunks(300_000)
+            .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+            .collect();
+        let arrivals = collect_arrivals(pieces, length as u64, block, &buffers).unwrap();
+        let per_buffer = RECEIVE_BUFFER_BYTES / block;
+        let counts: Vec<usize> = arrivals.iter().map(Vec::len).collect();
+        assert_eq!(counts, vec![per_buffer, per_buffer, 1]);
+        assert_eq!(joined(&arrivals.concat()), body);
+    }
+
+    #[test]
+    fn a_body_cut_short_hands_over_its_full_buffers_only() {
+        let buffers = ReceiveBuffers::new();
+        let block = 64 << 10;
+        let body = vec![7u8; RECEIVE_BUFFER_BYTES + 1000];
+        let pieces = vec![Ok(Bytes::copy_from_slice(&body)), Err("cut")];
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut arrived = Vec::new();
+        let outcome = runtime.block_on(collect_blocks(
+            futures::stream::iter(pieces),
+            2 * RECEIVE_BUFFER_BYTES as u64,
+            block,
+            &buffers,
+            |blocks| arrived.extend(blocks),
+        ));
+        assert_eq!(outcome, Err("cut"));
+        assert_eq!(
+            arrived.len(),
+            RECEIVE_BUFFER_BYTES / block,
+            "the full buffer's blocks"
+        );
+        assert_eq!(joined(&arrived), body[..RECEIVE_BUFFER_BYTES]);
     }
 
     #[test]
