@@ -133,18 +133,24 @@ impl<'a> Dispatcher<'a> {
 
     /// `dispatch` for a record the caller just wrote, from what it wrote it from.
     pub fn dispatch_written(&mut self, record: &WrittenRecord<'_>) -> Result<Dispatched> {
-        self.index.dispatch_keys(
-            record.topic.as_bytes(),
-            record.physical_offset,
-            record.total_size,
-            record.store_timestamp,
-            |visit| {
-                if let Some(uniq) = record.uniq_key {
-                    visit(uniq)?;
-                }
-                record.keys.iter().try_for_each(|key| visit(key))
-            },
-        )?;
+        // A record with no key has nothing to index: the index is not asked (it would
+        // hash the topic for no entry, about 100 instructions a message of a 100 B
+        // bodies-only batch: callgrind). Its mark of how far it is complete stays at the
+        // last keyed record, which only ever lets a replay skip less.
+        if record.uniq_key.is_some() || !record.keys.is_empty() {
+            self.index.dispatch_keys(
+                record.topic.as_bytes(),
+                record.physical_offset,
+                record.total_size,
+                record.store_timestamp,
+                |visit| {
+                    if let Some(uniq) = record.uniq_key {
+                        visit(uniq)?;
+                    }
+                    record.keys.iter().try_for_each(|key| visit(key))
+                },
+            )?;
+        }
         let entry = CqEntry {
             commitlog_offset: record.physical_offset,
             size: i32::try_from(record.total_size).expect("record sizes fit i32"),

@@ -96,11 +96,40 @@ impl CommitLog {
 
     /// Keep `window` bytes ahead of the writer faulted in from now on (`page_warmer.rs`);
     /// 0 leaves every page to the writer's own first touch.
+    ///
+    /// The segment the next record goes to is created now when the log ends at a
+    /// segment boundary (a new store), and the window past the write position is warmed
+    /// at once, so that the first put finds its pages in place. Left to that put, its
+    /// first write fault read around 8 MiB of the fresh file on the writer's thread:
+    /// about 2 ms, most of the fixed cost of a new store's first 50,000 messages
+    /// (`bench append`). A segment that cannot be created now is left to the first put,
+    /// which reports why.
     pub fn start_warming(&self, window: usize) -> Result<()> {
-        if window > 0 && self.warmer.get().is_none() {
-            let _ = self
-                .warmer
-                .set((PageWarmer::start()?, WarmCursor::new(window)));
+        if window == 0 || self.warmer.get().is_some() {
+            return Ok(());
+        }
+        let _ = self
+            .warmer
+            .set((PageWarmer::start()?, WarmCursor::new(window)));
+        let offset = self.write_offset();
+        let segment = match self.segments.find(offset) {
+            Some(segment) => segment,
+            None if offset.is_multiple_of(self.segment_size() as u64)
+                && self
+                    .segments
+                    .last()
+                    .is_none_or(|last| last.end_offset() == offset) =>
+            {
+                match self.segments.create(offset) {
+                    Ok(segment) => segment,
+                    Err(_) => return Ok(()),
+                }
+            }
+            None => return Ok(()),
+        };
+        if let Some((warmer, cursor)) = self.warmer.get() {
+            let position = (offset - segment.start_offset()) as usize;
+            warmer.written_to(cursor, &segment, position);
         }
         Ok(())
     }
@@ -114,6 +143,21 @@ impl CommitLog {
         if let Some(warmer) = self.warmer() {
             warmer.stop();
         }
+    }
+
+    /// Delete the last segment if nothing was written to it: the one `start_warming`
+    /// created ahead of a first put that never came, so that a store closed unwritten
+    /// leaves no commit-log file. Called by the writer, at a clean shutdown.
+    pub fn remove_unwritten_segment(&self) -> Result<()> {
+        let offset = self.write_offset();
+        if self
+            .segments
+            .last()
+            .is_some_and(|last| last.start_offset() == offset)
+        {
+            self.segments.remove_from(offset)?;
+        }
+        Ok(())
     }
 
     pub fn segments(&self) -> &SegmentQueue {

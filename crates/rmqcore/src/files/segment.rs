@@ -137,6 +137,11 @@ impl Segment {
         self.file.populate_for_write(position, length)
     }
 
+    /// Fault pages in one at a time, without read-around (`MappedFile::skip_read_around`).
+    pub fn skip_read_around(&self) {
+        self.file.skip_read_around();
+    }
+
     /// msync the byte range so it is durable.
     pub fn flush_range(&self, position: usize, length: usize) -> Result<()> {
         self.file.flush_range(position, length)

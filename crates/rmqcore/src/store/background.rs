@@ -235,6 +235,7 @@ impl StoreInner {
 
     pub(super) fn shut_down_cleanly(&self) -> Result<()> {
         let _writer = self.write_guard();
+        self.commit_log.remove_unwritten_segment()?;
         self.flush_log()?;
         self.checkpoint()?;
         self.topics().persist()?;
