@@ -58,6 +58,11 @@ impl IndexFile {
         // full disk fails here rather than with SIGBUS on a write through the mapping.
         crate::files::disk_reservation::allocate_range(file.file(), 0, geometry.entry_position(0))
             .at(path)?;
+        // Keys land at random slots: a fresh file's first touches each read around 8 MiB
+        // of zeros (`read_ahead_kb` here) on the writer's thread. Without read-around, 50,000
+        // 100 B messages with a key each (a new store) went from 361 to 280 ns a message.
+        // Opened files keep read-around: compaction and repair read them in order.
+        file.skip_read_around();
         let index = IndexFile {
             file,
             geometry,
