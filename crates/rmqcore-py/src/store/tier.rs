@@ -91,6 +91,8 @@ impl PyStore {
             "read_ahead_evicted_unread_bytes",
             r.read_ahead_evicted_unread_bytes,
         )?;
+        reads.set_item("read_ahead_released_bytes", r.read_ahead_released_bytes)?;
+        reads.set_item("cache_held_bytes", r.cache_held_bytes)?;
         reads.set_item("queue_read_failure", &status.queue_read_failure)?;
         let consume_queues = PyList::empty(py);
         for (file, size, local) in &status.consume_queues {

@@ -31,6 +31,7 @@ mod lost_segment;
 mod maintenance;
 mod metrics;
 mod pull_query;
+mod queue_readers;
 mod read;
 mod read_ahead;
 mod tier_retention;

@@ -16,11 +16,18 @@
 //! pull). Measured in log bytes (24 MiB), a reader of one queue of four had about 6 MiB
 //! of its own records ahead, topped up 3 MiB at a time: 60 GETs of about 2.5 MB for
 //! `bench tier`'s quick store, now 32.
+//!
+//! And once every reader of a queue has read past records (`queue_readers.rs`), the tier
+//! is told, and the blocks it fetched ahead for them leave its cache at once
+//! (`RemoteLog::release_read`): their receive buffers are reused by the next GETs, where
+//! until the cache was full they were new memory (a fresh process mapped and zeroed the
+//! cache's 64 MiB of new pages, at about 1 GB/s on the bench's VM).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use super::queue_readers::{QueueReaders, READING_LATELY};
 use crate::commit_log::CommitLog;
 use crate::consume_queue::ConsumeQueue;
 use crate::tier::remote_log::RemoteLog;
@@ -37,10 +44,11 @@ const MIN_GROUPS_AHEAD: i64 = 3;
 const SPAN_SHARE: (u64, u64) = (7, 8);
 /// And never more groups than this ahead (64 MiB of 1 KiB records).
 const MAX_GROUPS_AHEAD: i64 = 64;
-/// A queue pulled from the tier within this long counts as a reader sharing the bound.
-const READING_LATELY: Duration = Duration::from_secs(1);
 /// Queues remembered; past this the memory is cleared (a hint is only a hint).
 const MAX_QUEUES: usize = 4096;
+/// The most entries told to the tier as read at once: a reader that jumped far ahead has
+/// read none of what it jumped over, and no more than this was hinted behind it.
+const MAX_RELEASED: i64 = (MAX_GROUPS_AHEAD + 1) * GROUP;
 
 /// What was hinted of one queue.
 #[derive(Debug, Clone, Copy)]
@@ -64,9 +72,18 @@ impl Hinted {
     }
 }
 
+/// What is known of one queue's reads from the tier.
+#[derive(Debug)]
+struct QueueRead {
+    hinted: Hinted,
+    readers: QueueReaders,
+    /// Entries before this have been told to the tier as read by every reader.
+    released: i64,
+}
+
 pub(super) struct QueueReadAhead {
     /// Per queue (by its object's address).
-    hinted: Mutex<HashMap<usize, Hinted>>,
+    hinted: Mutex<HashMap<usize, QueueRead>>,
     /// The tier the hints are for, and its read-ahead bound in bytes.
     tier: Option<(Arc<RemoteLog>, u64)>,
 }
@@ -103,7 +120,8 @@ impl QueueReadAhead {
         let key = Arc::as_ptr(queue) as *const () as usize;
         let group = offset / GROUP;
         let now = Instant::now();
-        let (mut hinted, span) = {
+        let mut read = None;
+        let hint = {
             let mut all = self.hinted.lock().expect("read-ahead lock");
             if all.len() >= MAX_QUEUES {
                 all.clear();
@@ -115,19 +133,28 @@ impl QueueReadAhead {
                 bytes: 0,
                 pulled: now,
             };
-            let entry = all.entry(key).or_insert(fresh);
+            let state = all.entry(key).or_insert_with(|| QueueRead {
+                hinted: fresh,
+                readers: QueueReaders::default(),
+                released: offset,
+            });
+            state.readers.pulled(offset, now);
+            if let Some(slowest) = state.readers.slowest(now) {
+                if slowest > state.released {
+                    read = Some(state.released.max(slowest - MAX_RELEASED)..slowest);
+                }
+                state.released = slowest;
+            }
+            let entry = &mut state.hinted;
             if !(entry.first <= group && group <= entry.end) {
                 *entry = fresh;
             }
             entry.end = entry.end.max(group);
             entry.pulled = now;
             let hinted = *entry;
-            if hinted.end >= group + 1 + MAX_GROUPS_AHEAD {
-                return;
-            }
             let readers = all
                 .values()
-                .filter(|other| now.duration_since(other.pulled) < READING_LATELY)
+                .filter(|other| now.duration_since(other.hinted.pulled) < READING_LATELY)
                 .count()
                 .max(1) as u64;
             let span = limit_bytes * SPAN_SHARE.0 / SPAN_SHARE.1 / readers;
@@ -136,12 +163,17 @@ impl QueueReadAhead {
             // queue's records lie back to back, where one group at a time made GETs of
             // one group.
             let enough_groups = hinted.end >= group + 1 + MIN_GROUPS_AHEAD;
-            if enough_groups && hinted.bytes_ahead(offset) >= span / 2 {
-                return;
-            }
+            let far_enough = hinted.end >= group + 1 + MAX_GROUPS_AHEAD
+                || (enough_groups && hinted.bytes_ahead(offset) >= span / 2);
             // A queue's first hint is `MIN_GROUPS_AHEAD` only: the other queues read
             // with it may not have pulled yet, and its share is known at its next pull.
-            (hinted, if hinted.records == 0 { 0 } else { span })
+            (!far_enough).then_some((hinted, if hinted.records == 0 { 0 } else { span }))
+        };
+        if let Some(read) = read {
+            release_read(tier, queue.as_ref(), read, remote_below);
+        }
+        let Some((mut hinted, span)) = hint else {
+            return;
         };
         // The groups ahead, one at a time, until their records come to `span` bytes from
         // the pull's record, or `MAX_GROUPS_AHEAD`; at least `MIN_GROUPS_AHEAD`. None past
@@ -190,12 +222,39 @@ impl QueueReadAhead {
         if hinted.end == from {
             return; // hinted far enough already, or no room now
         }
-        self.hinted
-            .lock()
-            .expect("read-ahead lock")
-            .insert(key, hinted);
+        if let Some(state) = self.hinted.lock().expect("read-ahead lock").get_mut(&key) {
+            state.hinted = hinted;
+        }
         if !records.is_empty() {
             commit_log.prefetch_remote(&records);
         }
+    }
+}
+
+/// Tell the tier that every reader of `queue` has read the entries `read`: the blocks it
+/// fetched ahead for them leave its cache, but the one holding the next entry's record.
+fn release_read(
+    tier: &RemoteLog,
+    queue: &dyn ConsumeQueue,
+    read: std::ops::Range<i64>,
+    remote_below: u64,
+) {
+    // Only a hint's counterpart: entries that cannot be read now are left in the cache.
+    // One entry more: the slowest reader's next record, whose block stays.
+    let count = (read.end - read.start) as usize;
+    let mut entries = queue.entries(read.start, count + 1).unwrap_or_default();
+    let next = (entries.len() > count)
+        .then(|| entries.pop())
+        .flatten()
+        .filter(|entry| !entry.is_placeholder() && entry.commitlog_offset >= 0)
+        .map(|entry| entry.commitlog_offset as u64);
+    let records: Vec<(u64, u32)> = entries
+        .into_iter()
+        .filter(|entry| !entry.is_placeholder() && entry.commitlog_offset >= 0)
+        .take_while(|entry| (entry.commitlog_offset as u64) < remote_below)
+        .map(|entry| (entry.commitlog_offset as u64, entry.size.max(0) as u32))
+        .collect();
+    if !records.is_empty() {
+        tier.release_read(&records, next);
     }
 }

@@ -10,6 +10,14 @@
 //! (`cached_block.rs`, `receive_buffers.rs`), which stays allocated while any block of it
 //! is cached: the cache is bounded by the bytes of the buffers its blocks keep alive,
 //! each counted once, not by its blocks' own bytes.
+//!
+//! A block fetched ahead of a sequential reader leaves the cache as soon as every reader
+//! of its queue has read past it (`release_read`), not when the cache is full: its buffer
+//! then goes back to the pool once its last block has left, and the next GET reuses it,
+//! so a fresh process maps about the read-ahead bound of new memory, not the whole cache
+//! (Apache RocketMQ's tiered store drops a read-ahead message once every active consumer
+//! group has read it, for the same reason). Blocks read any other way stay until the
+//! cache is full, least recently used out first.
 
 use std::collections::BTreeMap;
 
@@ -42,8 +50,9 @@ pub struct BlockCache {
     capacity_bytes: u64,
     /// `capacity_bytes` in whole blocks: what read-ahead is bounded by.
     capacity_blocks: usize,
-    /// Each block with the stamp of its last use and its buffers.
-    blocks: FastMap<BlockKey, (Block, u64, BufferId)>,
+    /// Each block with the stamp of its last use, its buffer and whether it was fetched
+    /// ahead of a reader (`Fetch::Ahead`), which `release_read` may let go of.
+    blocks: FastMap<BlockKey, (Block, u64, BufferId, bool)>,
     /// Per buffer that cached blocks are slices of: how many blocks are.
     buffers: FastMap<u64, u32>,
     /// The bytes of the buffers in `buffers`: what the bound is on.
@@ -51,7 +60,8 @@ pub struct BlockCache {
     /// The blocks by last use, oldest first.
     by_use: BTreeMap<u64, BlockKey>,
     next_stamp: u64,
-    in_flight: FastSet<BlockKey>,
+    /// Blocks being fetched, and whether ahead of a reader.
+    in_flight: FastMap<BlockKey, bool>,
     /// Per segment: the block read last and how many consecutive blocks led up to it.
     streaks: FastMap<u64, (u64, u64)>,
     /// Blocks fetched (or being fetched) ahead of a reader, for any reader, and not read
@@ -63,6 +73,8 @@ pub struct BlockCache {
     ahead_peak: usize,
     /// Blocks fetched ahead that were pushed out of the cache before anyone read them.
     ahead_evicted_unread: u64,
+    /// Blocks fetched ahead that left the cache once their readers had read past them.
+    released: u64,
 }
 
 impl BlockCache {
@@ -76,11 +88,12 @@ impl BlockCache {
             held_bytes: 0,
             by_use: BTreeMap::new(),
             next_stamp: 0,
-            in_flight: FastSet::default(),
+            in_flight: FastMap::default(),
             streaks: FastMap::default(),
             ahead: FastSet::default(),
             ahead_peak: 0,
             ahead_evicted_unread: 0,
+            released: 0,
         }
     }
 
@@ -98,7 +111,7 @@ impl BlockCache {
         let recent = self
             .next_stamp
             .saturating_sub(self.capacity_blocks as u64 / 4);
-        let (block, used, _) = self.blocks.get_mut(&key)?;
+        let (block, used, _, _) = self.blocks.get_mut(&key)?;
         let block = block.clone();
         if *used < recent {
             self.next_stamp += 1;
@@ -119,31 +132,41 @@ impl BlockCache {
 
     /// Whether the block is neither cached nor being fetched.
     pub fn missing(&self, key: BlockKey) -> bool {
-        !self.blocks.contains_key(&key) && !self.in_flight.contains(&key)
+        !self.blocks.contains_key(&key) && !self.in_flight.contains_key(&key)
     }
 
     pub fn is_in_flight(&self, key: BlockKey) -> bool {
-        self.in_flight.contains(&key)
+        self.in_flight.contains_key(&key)
     }
 
+    /// A fetch of `key` for a read that wants it now (random access, or a sequential
+    /// reader's block nobody fetched ahead).
     pub fn start_fetch(&mut self, key: BlockKey) {
-        self.in_flight.insert(key);
+        self.in_flight.entry(key).or_insert(false);
+    }
+
+    /// A background fetch of `key` that no reader named (a gap filled between two named
+    /// blocks to make one GET of two): fetched ahead, not counted against the bound.
+    pub fn start_fetch_along(&mut self, key: BlockKey) {
+        self.in_flight.insert(key, true);
     }
 
     /// A fetch of `key` ahead of its reader: in flight, and counted against the bound
     /// of all readers' read-ahead until it is read (or pushed out, or its fetch fails).
     pub fn start_fetch_ahead(&mut self, key: BlockKey) {
-        self.in_flight.insert(key);
+        self.in_flight.insert(key, true);
         self.ahead.insert(key);
         self.ahead_peak = self.ahead_peak.max(self.ahead.len());
     }
 
-    /// The fetch of `key` ended; `cached`: its block is about to be inserted.
-    pub fn end_fetch(&mut self, key: BlockKey, cached: bool) {
-        self.in_flight.remove(&key);
+    /// The fetch of `key` ended; `cached`: its block is about to be inserted. Whether it
+    /// was fetched ahead of a reader (what `insert_fetched` is told).
+    pub fn end_fetch(&mut self, key: BlockKey, cached: bool) -> bool {
+        let ahead = self.in_flight.remove(&key).unwrap_or(false);
         if !cached {
             self.ahead.remove(&key);
         }
+        ahead
     }
 
     /// How many more blocks may be fetched ahead now, for all readers together.
@@ -162,10 +185,18 @@ impl BlockCache {
         )
     }
 
-    /// Cache `block` as `key`, pushing out the least recently used blocks until the
-    /// buffers held, its own included, fit the bound.
+    /// Cache `block` as `key`, fetched for a read that wanted it now: it stays until the
+    /// cache is full (`insert_fetched`).
+    #[cfg(test)]
     pub fn insert(&mut self, key: BlockKey, block: FetchedBlock) {
-        if let Some((_, used, buffers)) = self.blocks.remove(&key) {
+        self.insert_fetched(key, block, false);
+    }
+
+    /// Cache `block` as `key`, pushing out the least recently used blocks until the
+    /// buffers held, its own included, fit the bound; `ahead`: it was fetched ahead of a
+    /// reader, and leaves once its readers have read past it (`release_read`).
+    pub fn insert_fetched(&mut self, key: BlockKey, block: FetchedBlock, ahead: bool) {
+        if let Some((_, used, buffers, _)) = self.blocks.remove(&key) {
             self.by_use.remove(&used);
             self.release(buffers);
         }
@@ -181,7 +212,7 @@ impl BlockCache {
             let Some((_, oldest)) = self.by_use.pop_first() else {
                 break;
             };
-            if let Some((_, _, buffer)) = self.blocks.remove(&oldest) {
+            if let Some((_, _, buffer, _)) = self.blocks.remove(&oldest) {
                 self.release(buffer);
             }
             if self.ahead.remove(&oldest) {
@@ -194,8 +225,36 @@ impl BlockCache {
             self.held_bytes += buffer.bytes;
             0
         }) += 1;
-        self.blocks.insert(key, (block.block, stamp, buffer));
+        self.blocks.insert(key, (block.block, stamp, buffer, ahead));
         self.by_use.insert(stamp, key);
+    }
+
+    /// Every reader of the blocks `indices` of `segment` has read past them: those that
+    /// were fetched ahead of a reader leave the cache now (one not read yet leaves the
+    /// read-ahead bound too: its readers passed it by), so that their buffers go back
+    /// to the pool for the next GETs once their last block has left. Blocks fetched for
+    /// a read that wanted them now (a lookup, a get by offset) stay. How many left.
+    pub fn release_read(&mut self, segment: u64, indices: std::ops::Range<u64>) -> usize {
+        let mut left = 0;
+        for index in indices {
+            let key = (segment, index);
+            if !self.blocks.get(&key).is_some_and(|(_, _, _, ahead)| *ahead) {
+                continue;
+            }
+            if let Some((_, used, buffer, _)) = self.blocks.remove(&key) {
+                self.by_use.remove(&used);
+                self.release(buffer);
+                self.ahead.remove(&key);
+                left += 1;
+            }
+        }
+        self.released += left as u64;
+        left
+    }
+
+    /// Blocks fetched ahead that left the cache once read past (`release_read`).
+    pub fn released_blocks(&self) -> u64 {
+        self.released
     }
 
     /// One cached block fewer keeps `buffer` alive.
@@ -210,8 +269,7 @@ impl BlockCache {
     }
 
     /// Bytes of the buffers cached blocks keep alive.
-    #[cfg(test)]
-    fn held_bytes(&self) -> u64 {
+    pub fn held_bytes(&self) -> u64 {
         self.held_bytes
     }
 
@@ -242,7 +300,7 @@ impl BlockCache {
             .blocks
             .iter()
             .filter(|((start, _), _)| *start == start_offset)
-            .map(|(key, (_, used, buffer))| (*key, *used, *buffer))
+            .map(|(key, (_, used, buffer, _))| (*key, *used, *buffer))
             .collect();
         for (key, used, buffers) in gone {
             self.blocks.remove(&key);
@@ -307,7 +365,7 @@ mod tests {
         // another buffer too.
         for index in 1..4 {
             cache.stamp();
-            let (_, used, _) = cache.blocks.get_mut(&(0, index)).unwrap();
+            let (_, used, _, _) = cache.blocks.get_mut(&(0, index)).unwrap();
             let old = std::mem::replace(used, cache.next_stamp);
             cache.by_use.remove(&old);
             cache.by_use.insert(cache.next_stamp, (0, index));
@@ -382,6 +440,45 @@ mod tests {
         cache.forget_segment(1);
         cache.forget_segment(2);
         assert_eq!(cache.ahead_room(), limit);
+    }
+
+    #[test]
+    fn a_block_fetched_ahead_leaves_once_read_past_and_one_fetched_on_demand_stays() {
+        let mut cache = BlockCache::new(0);
+        // Two blocks of one buffer fetched ahead, a third block fetched by a lookup.
+        let piece = Bytes::from(vec![1u8; 2 * BLOCK_SIZE as usize]);
+        let buffer = BufferId::new(piece.len() as u64);
+        for index in 0..2u64 {
+            cache.start_fetch_ahead((0, index));
+            let ahead = cache.end_fetch((0, index), true);
+            assert!(ahead);
+            let at = (index * BLOCK_SIZE) as usize;
+            let bytes = piece.slice(at..at + BLOCK_SIZE as usize);
+            cache.insert_fetched((0, index), FetchedBlock::within(bytes, buffer), ahead);
+        }
+        cache.start_fetch((0, 2));
+        let ahead = cache.end_fetch((0, 2), true);
+        assert!(!ahead);
+        cache.insert_fetched((0, 2), block(), ahead);
+        assert!(cache.get((0, 0)).is_some());
+        assert_eq!(cache.held_bytes(), 3 * BLOCK_SIZE);
+        // Read past block 0: it leaves, but its buffer is still held by block 1.
+        assert_eq!(cache.release_read(0, 0..1), 1);
+        assert!(!cache.contains((0, 0)));
+        assert_eq!(cache.held_bytes(), 3 * BLOCK_SIZE);
+        // Read past all three: block 1 leaves (unread: it leaves the bound too) and frees
+        // the buffer; the lookup's block 2 stays.
+        assert_eq!(cache.ahead_stats().0, 1);
+        assert_eq!(cache.release_read(0, 0..3), 1);
+        assert!(!cache.contains((0, 1)));
+        assert!(
+            cache.contains((0, 2)),
+            "fetched on demand: kept until the cache is full"
+        );
+        assert_eq!(cache.held_bytes(), BLOCK_SIZE);
+        assert_eq!(cache.ahead_stats().0, 0);
+        assert_eq!(cache.released_blocks(), 2);
+        assert_eq!(cache.blocks.len(), cache.by_use.len());
     }
 
     #[test]

@@ -266,7 +266,7 @@ impl RemoteLog {
                     continue;
                 }
                 if !named {
-                    cache.start_fetch(key);
+                    cache.start_fetch_along(key);
                 } else if cache.ahead_room() > 0 {
                     cache.start_fetch_ahead(key);
                 } else {
@@ -387,6 +387,50 @@ impl RemoteLog {
     }
 }
 
+impl RemoteLog {
+    /// Records (commit-log offset, size, ascending) that every reader of their queue has
+    /// read, and the commit-log offset of the queue's next record (the slowest reader's
+    /// next, when known): the blocks of queue-grouped objects that those records touch,
+    /// and that were fetched ahead, leave the cache now (`BlockCache::release_read`),
+    /// except the block holding the next record (or, not knowing it, the block right
+    /// after the records). A queue's records lie back to back in a grouped object, so
+    /// the blocks before its next record hold only records it has read, except at the
+    /// ends of its records in a segment, where a block holds another queue's first or
+    /// last records: that queue's reader, should it still want the block, fetches it
+    /// again. Not in an object without a footer: there a queue's records share blocks
+    /// with every other queue's.
+    pub fn release_read(&self, records: &[(u64, u32)], next: Option<u64>) {
+        let mapped = self.map_records(records);
+        let kept: Option<BlockKey> = match next {
+            Some(next) => self.segment_holding(next).and_then(|segment| {
+                let layout = self.layout(&segment).ok()?;
+                let (at, _) = layout.map(next - segment.start_offset)?;
+                Some((segment.start_offset, at / BLOCK_SIZE))
+            }),
+            None => mapped
+                .last()
+                .map(|(segment, at, length)| (segment.start_offset, (at + length) / BLOCK_SIZE)),
+        };
+        let mut cache = self.cache.0.lock().expect("block cache lock");
+        for (segment, at, length) in mapped {
+            if segment.segment_size.is_none() {
+                continue;
+            }
+            let start = segment.start_offset;
+            let touched = at / BLOCK_SIZE..(at + length).div_ceil(BLOCK_SIZE);
+            match kept {
+                Some((in_segment, index)) if in_segment == start && touched.contains(&index) => {
+                    cache.release_read(start, touched.start..index);
+                    cache.release_read(start, index + 1..touched.end);
+                }
+                _ => {
+                    cache.release_read(start, touched);
+                }
+            }
+        }
+    }
+}
+
 /// The blocks `wanted` (ascending) with their gaps filled (`fill_gaps`), each marked
 /// whether it is one of `wanted`.
 fn named(wanted: &[u64]) -> impl Iterator<Item = (u64, bool)> + '_ {
@@ -437,9 +481,9 @@ fn settle(
     let (lock, fetched) = &**cache;
     let mut cache = lock.lock().expect("block cache lock");
     for (i, index) in run.clone().enumerate() {
-        cache.end_fetch((start_offset, index), blocks.is_some());
+        let ahead = cache.end_fetch((start_offset, index), blocks.is_some());
         if let Some(blocks) = blocks {
-            cache.insert((start_offset, index), blocks[i].clone());
+            cache.insert_fetched((start_offset, index), blocks[i].clone(), ahead);
         }
     }
     fetched.notify_all();

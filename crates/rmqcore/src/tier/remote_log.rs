@@ -67,12 +67,29 @@ pub struct ReadStats {
     pub read_ahead_peak_bytes: u64,
     pub read_ahead_limit_bytes: u64,
     pub read_ahead_evicted_unread_bytes: u64,
+    /// Bytes fetched ahead that left the cache once every reader had read past them
+    /// (`BlockCache::release_read`).
+    pub read_ahead_released_bytes: u64,
+    /// Bytes of the receive buffers cached blocks keep alive now: what the cache's bound
+    /// is on.
+    pub cache_held_bytes: u64,
 }
 
 impl RemoteLog {
     pub fn read_stats(&self) -> ReadStats {
-        let (ahead, peak, limit, evicted_unread) =
-            self.cache.0.lock().expect("block cache lock").ahead_stats();
+        let (ahead, peak, limit, evicted_unread, released, held) = {
+            let cache = self.cache.0.lock().expect("block cache lock");
+            let (ahead, peak, limit, evicted_unread) = cache.ahead_stats();
+            let held = cache.held_bytes();
+            (
+                ahead,
+                peak,
+                limit,
+                evicted_unread,
+                cache.released_blocks(),
+                held,
+            )
+        };
         let bytes = |blocks: u64| blocks * BLOCK_SIZE;
         ReadStats {
             range_reads: self.reads.range_reads.load(Ordering::Relaxed),
@@ -82,6 +99,8 @@ impl RemoteLog {
             read_ahead_peak_bytes: bytes(peak as u64),
             read_ahead_limit_bytes: bytes(limit as u64),
             read_ahead_evicted_unread_bytes: bytes(evicted_unread),
+            read_ahead_released_bytes: bytes(released),
+            cache_held_bytes: held,
         }
     }
 
