@@ -278,7 +278,8 @@ class Store:
         ``read_ahead_limit_bytes``, ``read_ahead_evicted_unread_bytes``,
         ``read_ahead_released_bytes``: fetched ahead and dropped from the cache once every
         reader of their queue had read past them, ``cache_held_bytes``: the receive
-        buffers the read cache keeps alive now, ``queue_read_failure``: the last failed read of an evicted consume-queue file) and
+        buffers the read cache keeps alive now, ``queue_read_failure``: the last failed
+        read of an evicted consume-queue file) and
         ``consume_queues``: the file form's queue files in the tier (``file``, its path
         under ``consumequeue/``, ``size``, ``state``: uploaded or evicted); None for a
         store without a tier."""
