@@ -157,6 +157,35 @@ def test_callbacks_run_once_per_batch_in_the_order_of_a_queues_batches(client: C
     assert offsets == list(range(offsets[0], offsets[0] + 200 * 16, 16))
 
 
+def test_batches_without_callbacks_resolve_in_their_queues_order_with_the_others(
+    client: Client,
+) -> None:
+    # A stored batch with no callback is resolved without the GIL, the others with it: a
+    # callback still finds every earlier batch of its queue done, none of the later ones.
+    futures: list[SendBatchFuture] = []
+    seen: list[tuple[int, list[bool]]] = []
+
+    def record(index: int, _future: SendBatchFuture) -> None:
+        seen.append((index, [future.done() for future in futures]))
+
+    with client.producer(max_buffered_messages=256) as producer:
+        for index in range(120):
+            future = producer.send_batch(TOPIC, [b"%d" % index] * 8, sharding_key="one key")
+            futures.append(future)
+            if index % 3 == 0:
+                future.add_done_callback(functools.partial(record, index))
+        producer.flush(timeout=30)
+        offsets = [future.result(timeout=30)[0].queue_offset for future in futures]
+        late: list[int] = []
+        futures[1].add_done_callback(lambda future: late.append(future.result()[0].queue_offset))
+    assert [index for index, _ in seen] == list(range(0, 120, 3))
+    for index, done in seen:
+        assert all(done[: index + 1]), index
+        assert not any(done[index + 1 :]), index
+    assert offsets == list(range(offsets[0], offsets[0] + 120 * 8, 8))
+    assert late == [offsets[1]]
+
+
 def test_a_broker_that_is_gone_fails_the_batch_unavailable(tmp_path: Path) -> None:
     broker = LocalBroker(tmp_path / "data", shards=1)
     with broker:

@@ -159,9 +159,9 @@ impl PyProducerCore {
         };
         if self.core.lock().must_wait(size, count) {
             // As for `send`: lingering batches leave at once while this waits for room.
-            self.core.update(|state| state.flushing += 1);
+            self.core.begin_flush();
             let waited = self.wait_until(py, None, |state| !state.must_wait(size, count));
-            self.core.lock().flushing -= 1;
+            self.core.end_flush();
             waited?;
         }
         let outcome = self.new_outcome(py, topic, queue);

@@ -196,6 +196,29 @@ impl<O: Clone> Core<O> {
         result
     }
 
+    /// Make every waiting batch due at once (a flush, or a send waiting for room in the
+    /// buffer) until `end_flush`. Nothing but the sender acts on this, and only for a
+    /// queue with a batch waiting and none in flight (one lingering): the sender is woken
+    /// only then. A send blocked on the buffer limits comes here for every batch, and
+    /// waking every waiter each time (the sender and the route thread) was a switch to
+    /// each of them per batch.
+    pub fn begin_flush(&self) {
+        let mut state = self.lock();
+        state.flushing += 1;
+        let lingering = state
+            .waiting
+            .keys()
+            .any(|key| !state.inflight.contains(key));
+        drop(state);
+        if lingering {
+            self.wake_sender();
+        }
+    }
+
+    pub fn end_flush(&self) {
+        self.lock().flushing -= 1;
+    }
+
     /// Wait until `done(state)` holds (true) or `until` passes (false).
     pub fn wait_until(&self, until: Instant, done: impl Fn(&State<O>) -> bool) -> bool {
         self.wait_on(&self.changed, until, done)

@@ -162,3 +162,28 @@ fn a_batch_waits_for_room_counting_all_its_messages() {
     // With nothing pending, even a batch larger than the limits goes.
     assert!(!idle.lock().must_wait(usize::MAX / 2, 1_000_000));
 }
+
+#[test]
+fn a_flush_wakes_the_sender_for_a_lingering_batch() {
+    let core = std::sync::Arc::new(core(10));
+    assert!(core.push(&key(0), b"a", 1, || 0).ready.is_none());
+    let (due_tx, due_rx) = std::sync::mpsc::channel();
+    let sender = std::sync::Arc::clone(&core);
+    // The batch lingers for an hour: the sender sleeps until then unless woken.
+    let thread = std::thread::spawn(move || due_tx.send(sender.due()).unwrap());
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        due_rx.try_recv().is_err(),
+        "the batch left before the flush"
+    );
+    core.begin_flush();
+    let due = due_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the flush woke the sender")
+        .expect("a batch is due");
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].messages, b"a");
+    core.end_flush();
+    assert_eq!(core.lock().flushing, 0);
+    thread.join().unwrap();
+}
