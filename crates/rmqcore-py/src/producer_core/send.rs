@@ -140,7 +140,7 @@ impl PyProducerCore {
             // Lingering batches leave at once while a send waits for room (as for a
             // flush): otherwise it would wait out their linger.
             self.core.begin_flush();
-            let waited = self.wait_until(py, None, |state| !state.must_wait(size, 1));
+            let waited = self.wait_until(py, None, |state| state.room_after_wait(size, 1));
             self.core.end_flush();
             waited?;
         }

@@ -160,7 +160,7 @@ impl PyProducerCore {
         if self.core.lock().must_wait(size, count) {
             // As for `send`: lingering batches leave at once while this waits for room.
             self.core.begin_flush();
-            let waited = self.wait_until(py, None, |state| !state.must_wait(size, count));
+            let waited = self.wait_until(py, None, |state| state.room_after_wait(size, count));
             self.core.end_flush();
             waited?;
         }

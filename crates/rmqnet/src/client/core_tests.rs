@@ -187,3 +187,30 @@ fn a_flush_wakes_the_sender_for_a_lingering_batch() {
     assert_eq!(core.lock().flushing, 0);
     thread.join().unwrap();
 }
+
+#[test]
+fn a_send_that_waited_goes_on_once_the_buffer_is_down_to_half() {
+    let core = core(1);
+    core.lock().limits.max_buffered_messages = 8;
+    let batches: Vec<_> = (0..8)
+        .map(|queue| core.push(&key(queue), b"m", 1, || 0).ready.expect("full"))
+        .collect();
+    assert!(core.lock().must_wait(1, 1));
+    let mut batches = batches.into_iter();
+    for pending in (4..8).rev() {
+        core.finished(batches.next().expect("a batch"));
+        let state = core.lock();
+        assert_eq!(state.pending, pending);
+        // Room for the message from 7 pending down, but a send that waited goes on at 4.
+        assert!(!state.must_wait(1, 1));
+        assert_eq!(
+            state.room_after_wait(1, 1),
+            pending <= 4,
+            "{pending} pending"
+        );
+    }
+    // A batch larger than half the buffer goes once it fits (here: nothing pending).
+    assert!(!core.lock().room_after_wait(1, 5));
+    batches.for_each(|batch| core.finished(batch));
+    assert!(core.lock().room_after_wait(1, 5));
+}
