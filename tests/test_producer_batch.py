@@ -97,6 +97,17 @@ def test_messages_carry_their_own_fields_and_a_shared_tag_applies_to_every_body(
     assert [client.get_by_msg_id(r.msg_id).tags for r in shared] == ["Shared", "Shared"]
 
 
+def test_a_batch_may_be_any_iterable_of_messages(client: Client) -> None:
+    with client.producer() as producer:
+        as_list = producer.send_batch_sync(TOPIC, [b"l0", b"l1"], queue_id=3)
+        as_tuple = producer.send_batch_sync(TOPIC, (b"t0", b"t1"), queue_id=3)
+        as_generator = producer.send_batch_sync(TOPIC, (b"g%d" % n for n in range(2)), queue_id=3)
+        with pytest.raises(InvalidArgumentError, match="sequence of bytes"):
+            producer.send_batch(TOPIC, 42, queue_id=3)  # type: ignore[arg-type]
+    offsets = [r.queue_offset for r in as_list + as_tuple + as_generator]
+    assert offsets == list(range(offsets[0], offsets[0] + 6))
+
+
 def test_a_bad_message_refuses_the_whole_batch_naming_it(client: Client) -> None:
     low, high = client.queue_offsets(TOPIC, 3)
     with client.producer() as producer:
