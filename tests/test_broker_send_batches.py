@@ -116,6 +116,32 @@ def test_the_producer_sends_ready_batches_of_one_shard_together(client: Client) 
     assert isinstance(error, errors.InvalidArgumentError) and "tags" in str(error), error
 
 
+def test_batches_due_while_a_shard_has_two_calls_in_flight_leave_together(
+    client: Client,
+) -> None:
+    """Each send_batch batch is due at once; its shard takes two calls at a time, so the
+    batches that come meanwhile (of other queues, or next in theirs) leave together with
+    the next answer's: fewer calls than batches, every batch stored once and in order."""
+    with client.producer() as producer:
+        # The route known and every queue idle, as in a producer that has been sending:
+        # a first batch waiting for the route would make every queue's batches due together.
+        for queue_id in range(4):
+            producer.send_batch_sync(TOPIC, [b"warm"], queue_id=queue_id)
+        before = producer._calls_made
+        futures = [
+            producer.send_batch(TOPIC, [b"%d" % index] * 8, queue_id=index % 4)
+            for index in range(40)
+        ]
+        assert producer.flush(timeout=30)
+        calls = producer._calls_made - before
+    assert calls < 40, calls
+    for queue_id in range(4):
+        offsets = [
+            futures[index].result(timeout=0)[0].queue_offset for index in range(queue_id, 40, 4)
+        ]
+        assert offsets == list(range(offsets[0], offsets[0] + 80, 8)), offsets
+
+
 def test_a_send_waiting_for_room_sends_lingering_batches_at_once(client: Client) -> None:
     with client.producer(linger_ms=60_000, max_buffered_messages=2) as producer:
         started = time.monotonic()

@@ -97,6 +97,17 @@ def test_messages_carry_their_own_fields_and_a_shared_tag_applies_to_every_body(
     assert [client.get_by_msg_id(r.msg_id).tags for r in shared] == ["Shared", "Shared"]
 
 
+def test_a_batch_may_be_any_iterable_of_messages(client: Client) -> None:
+    with client.producer() as producer:
+        as_list = producer.send_batch_sync(TOPIC, [b"l0", b"l1"], queue_id=3)
+        as_tuple = producer.send_batch_sync(TOPIC, (b"t0", b"t1"), queue_id=3)
+        as_generator = producer.send_batch_sync(TOPIC, (b"g%d" % n for n in range(2)), queue_id=3)
+        with pytest.raises(InvalidArgumentError, match="sequence of bytes"):
+            producer.send_batch(TOPIC, 42, queue_id=3)  # type: ignore[arg-type]
+    offsets = [r.queue_offset for r in as_list + as_tuple + as_generator]
+    assert offsets == list(range(offsets[0], offsets[0] + 6))
+
+
 def test_a_bad_message_refuses_the_whole_batch_naming_it(client: Client) -> None:
     low, high = client.queue_offsets(TOPIC, 3)
     with client.producer() as producer:
@@ -155,6 +166,35 @@ def test_callbacks_run_once_per_batch_in_the_order_of_a_queues_batches(client: C
     assert [index for index, _ in done] == list(range(200))
     offsets = [offset for _, offset in done]
     assert offsets == list(range(offsets[0], offsets[0] + 200 * 16, 16))
+
+
+def test_batches_without_callbacks_resolve_in_their_queues_order_with_the_others(
+    client: Client,
+) -> None:
+    # A stored batch with no callback is resolved without the GIL, the others with it: a
+    # callback still finds every earlier batch of its queue done, none of the later ones.
+    futures: list[SendBatchFuture] = []
+    seen: list[tuple[int, list[bool]]] = []
+
+    def record(index: int, _future: SendBatchFuture) -> None:
+        seen.append((index, [future.done() for future in futures]))
+
+    with client.producer(max_buffered_messages=256) as producer:
+        for index in range(120):
+            future = producer.send_batch(TOPIC, [b"%d" % index] * 8, sharding_key="one key")
+            futures.append(future)
+            if index % 3 == 0:
+                future.add_done_callback(functools.partial(record, index))
+        producer.flush(timeout=30)
+        offsets = [future.result(timeout=30)[0].queue_offset for future in futures]
+        late: list[int] = []
+        futures[1].add_done_callback(lambda future: late.append(future.result()[0].queue_offset))
+    assert [index for index, _ in seen] == list(range(0, 120, 3))
+    for index, done in seen:
+        assert all(done[: index + 1]), index
+        assert not any(done[index + 1 :]), index
+    assert offsets == list(range(offsets[0], offsets[0] + 120 * 8, 8))
+    assert late == [offsets[1]]
 
 
 def test_a_broker_that_is_gone_fails_the_batch_unavailable(tmp_path: Path) -> None:

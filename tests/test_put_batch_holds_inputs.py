@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
 import rmq
 
 TOPIC = "Held"
@@ -20,8 +22,12 @@ def body(n: int) -> bytes:
     return n.to_bytes(4, "big") * 40
 
 
-def test_lists_emptied_during_the_call_do_not_change_what_is_stored(tmp_path: Path) -> None:
-    handed: list[tuple[list[bytes], list[str], list[str]]] = []
+@pytest.mark.parametrize("keys_as", ["text", "list"])
+def test_lists_emptied_during_the_call_do_not_change_what_is_stored(
+    tmp_path: Path, keys_as: str
+) -> None:
+    # keys_as "list": each message's keys a list of its own, emptied too.
+    handed: list[tuple[list[bytes], list[str], list[Any]]] = []
     running = True
 
     def empty_the_lists() -> None:
@@ -32,6 +38,9 @@ def test_lists_emptied_during_the_call_do_not_change_what_is_stored(tmp_path: Pa
                 continue
             bodies[:] = [b"?"] * len(bodies)
             tags.clear()
+            for own in keys:
+                if isinstance(own, list):
+                    own.clear()
             keys.clear()
 
     emptier = threading.Thread(target=empty_the_lists)
@@ -44,7 +53,9 @@ def test_lists_emptied_during_the_call_do_not_change_what_is_stored(tmp_path: Pa
                 numbers = range(first, first + BATCH)
                 bodies = [body(n) for n in numbers]
                 tags = [f"tag-{n}" for n in numbers]
-                keys = [f"key-{n}" for n in numbers]
+                keys: list[Any] = [
+                    [f"key-{n}"] if keys_as == "list" else f"key-{n}" for n in numbers
+                ]
                 handed.append((bodies, tags, keys))
                 results = store.put_batch(TOPIC, 0, bodies, tags=tags, keys=keys)
                 placed.extend(zip(numbers, (r.commitlog_offset for r in results), strict=True))

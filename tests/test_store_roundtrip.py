@@ -203,3 +203,13 @@ def test_java_hash_and_crc_vectors() -> None:
     assert rmq.java_string_hash("Aa") == rmq.java_string_hash("BB")
     assert rmq.body_crc(b"123456789") == 0x4BF43926
     assert rmq.body_crc(b"Hello RocketMQ") == 1774740973
+
+
+@pytest.mark.parametrize("keys", [[["a", 5]], [("a", b"b")], [7], [["a\udc80"]]])
+def test_put_batch_refuses_a_keys_column_entry_that_is_not_strings(
+    tmp_path: Path, keys: list[object]
+) -> None:
+    with rmq.Store(tmp_path) as store:
+        with pytest.raises(rmq.errors.InvalidArgumentError, match="sequence of strings"):
+            store.put_batch("Cols", 0, [b"m"], keys=keys)
+        assert store.put_batch("Cols", 0, [b"m"], keys=[["a", "b"]])[0].queue_offset == 0

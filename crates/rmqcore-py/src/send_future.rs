@@ -83,6 +83,23 @@ impl BatchOutcome {
         }
     }
 
+    /// Resolve the batch as stored, without Python, unless a callback waits for it: then
+    /// `stored` is handed back, for `finish` with the GIL.
+    pub fn finish_stored(&self, stored: StoredBatch) -> Option<StoredBatch> {
+        {
+            let mut state = lock(&self.state);
+            if state.answer.is_some() {
+                return None;
+            }
+            if !state.callbacks.is_empty() {
+                return Some(stored);
+            }
+            state.answer = Some(Answer::Stored(stored));
+        }
+        self.finished.notify_all();
+        None
+    }
+
     pub(crate) fn is_finished(&self) -> bool {
         lock(&self.state).answer.is_some()
     }

@@ -32,8 +32,9 @@ class Producer(ProducerCore):
     ``batch_max_messages`` and ``batch_max_bytes`` bound one batch; ``linger_ms`` is how
     long a batch that is not full waits for more messages; ``max_buffered_bytes`` and
     ``max_buffered_messages`` make ``send`` block while that much is sent and not yet
-    answered; ``retry_timeout`` (seconds, default the client's) bounds how long a batch is
-    retried while a shard is unavailable.
+    answered (once blocked, until half of it is answered); ``retry_timeout`` (seconds,
+    default the client's) bounds how long a batch is retried while a shard is
+    unavailable.
 
     The buffer limits bound a send's latency when the application sends faster than the
     broker stores: a message waits behind at most that much. The defaults (1 MiB, 2,048

@@ -145,9 +145,9 @@ impl PyProducerCore {
             .map(|timeout| seconds(timeout.max(0.0), "timeout"))
             .transpose()?
             .map(|timeout| Instant::now() + timeout);
-        self.core.update(|state| state.flushing += 1);
+        self.core.begin_flush();
         let result = self.wait_until(py, deadline, |state| state.pending == 0);
-        self.core.lock().flushing -= 1;
+        self.core.end_flush();
         result
     }
 
@@ -170,11 +170,11 @@ impl PyProducerCore {
 
     /// Send batches at once while a caller waits for one (`send_sync`).
     fn _begin_flush(&self) {
-        self.core.update(|state| state.flushing += 1);
+        self.core.begin_flush();
     }
 
     fn _end_flush(&self) {
-        self.core.lock().flushing -= 1;
+        self.core.end_flush();
     }
 
     /// The `rmq.v1.SendRequest` that the open (last) batch of a queue would send, or

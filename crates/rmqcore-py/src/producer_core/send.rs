@@ -139,9 +139,9 @@ impl PyProducerCore {
         if self.core.lock().must_wait(size, 1) {
             // Lingering batches leave at once while a send waits for room (as for a
             // flush): otherwise it would wait out their linger.
-            self.core.update(|state| state.flushing += 1);
-            let waited = self.wait_until(py, None, |state| !state.must_wait(size, 1));
-            self.core.lock().flushing -= 1;
+            self.core.begin_flush();
+            let waited = self.wait_until(py, None, |state| state.room_after_wait(size, 1));
+            self.core.end_flush();
             waited?;
         }
         // From here to the push nothing runs Python (the wait above may, through a signal

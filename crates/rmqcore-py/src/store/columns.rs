@@ -111,6 +111,41 @@ pub struct Columns<'py> {
     count: usize,
     tags: Tags<'py>,
     keys: Option<Bound<'py, PyTuple>>,
+    /// The keys of the messages whose `keys` is a list or tuple of strings, each held
+    /// here so that its text can be borrowed (a list may change once Python runs again;
+    /// a string cannot): where each message's are, by message (None: not such a
+    /// sequence). Copying each key into a `String` of its own was an allocation and a
+    /// free per message.
+    key_spans: Vec<Option<(usize, usize)>>,
+    key_strings: Vec<Bound<'py, PyString>>,
+}
+
+/// Hold the keys of `item` if it is a list or tuple of strings: their span in `held`.
+fn hold_key_sequence<'py>(
+    item: &Bound<'py, PyAny>,
+    held: &mut Vec<Bound<'py, PyString>>,
+) -> Option<(usize, usize)> {
+    let start = held.len();
+    let mut hold = |key: Bound<'py, PyAny>| match key.cast_into::<PyString>() {
+        Ok(key) => {
+            held.push(key);
+            true
+        }
+        Err(_) => false,
+    };
+    let all_strings = if let Ok(list) = item.cast::<PyList>() {
+        list.iter().all(&mut hold)
+    } else if let Ok(tuple) = item.cast::<PyTuple>() {
+        tuple.iter().all(&mut hold)
+    } else {
+        false
+    };
+    if all_strings {
+        Some((start, held.len()))
+    } else {
+        held.truncate(start);
+        None
+    }
 }
 
 enum Tags<'py> {
@@ -148,7 +183,21 @@ impl<'py> Columns<'py> {
             None => None,
             Some(column) => Some(sequence(py, "keys", column, count)?),
         };
-        Ok(Columns { count, tags, keys })
+        let mut key_spans = Vec::new();
+        let mut key_strings = Vec::new();
+        if let Some(column) = &keys {
+            key_spans.reserve(count);
+            for item in column.iter() {
+                key_spans.push(hold_key_sequence(&item, &mut key_strings));
+            }
+        }
+        Ok(Columns {
+            count,
+            tags,
+            keys,
+            key_spans,
+            key_strings,
+        })
     }
 
     pub fn given(&self) -> bool {
@@ -187,7 +236,17 @@ impl<'py> Columns<'py> {
         if let Some(text) = self.column_str(py, keys, index)? {
             return Ok(keys_of_text(text));
         }
-        // A sequence of keys (copied) or None.
+        if let Some(Some((start, end))) = self.key_spans.get(index) {
+            return self.key_strings[*start..*end]
+                .iter()
+                .map(|key| {
+                    key.to_str().map(Cow::Borrowed).map_err(|_| {
+                        invalid(py, "keys", "must be a string or a sequence of strings")
+                    })
+                })
+                .collect();
+        }
+        // Another sequence of keys (copied) or None.
         let item = keys.get_item(index)?;
         let owned = extract_keys(py, Some(&item))?
             .into_iter()

@@ -47,6 +47,20 @@ impl<O> State<O> {
                 || self.pending + count > self.limits.max_buffered_messages)
     }
 
+    /// For a send that had to wait (`must_wait`): whether it may go on. It waits until the
+    /// buffer has drained to half its limits, not only until this send fits: the books
+    /// then wake it once for every several answers rather than for each (`finished`),
+    /// and it sends that many again without waiting. With nothing pending it goes.
+    pub fn room_after_wait(&self, size: usize, count: usize) -> bool {
+        self.pending == 0 || (!self.must_wait(size, count) && self.below_half())
+    }
+
+    /// Whether the buffer holds at most half of each limit.
+    fn below_half(&self) -> bool {
+        self.buffered <= self.limits.max_buffered_bytes / 2
+            && self.pending <= self.limits.max_buffered_messages / 2
+    }
+
     /// Whether a queue's first waiting batch should leave now, if nothing is in flight.
     fn ready(&self, batches: &VecDeque<Batch<O>>, now: Instant) -> bool {
         let Some(batch) = batches.front() else {
@@ -194,6 +208,29 @@ impl<O: Clone> Core<O> {
         let result = change(&mut self.lock());
         self.notify();
         result
+    }
+
+    /// Make every waiting batch due at once (a flush, or a send waiting for room in the
+    /// buffer) until `end_flush`. Nothing but the sender acts on this, and only for a
+    /// queue with a batch waiting and none in flight (one lingering): the sender is woken
+    /// only then. A send blocked on the buffer limits comes here for every batch, and
+    /// waking every waiter each time (the sender and the route thread) was a switch to
+    /// each of them per batch.
+    pub fn begin_flush(&self) {
+        let mut state = self.lock();
+        state.flushing += 1;
+        let lingering = state
+            .waiting
+            .keys()
+            .any(|key| !state.inflight.contains(key));
+        drop(state);
+        if lingering {
+            self.wake_sender();
+        }
+    }
+
+    pub fn end_flush(&self) {
+        self.lock().flushing -= 1;
     }
 
     /// Wait until `done(state)` holds (true) or `until` passes (false).
@@ -363,8 +400,13 @@ impl<O: Clone> Core<O> {
         state.buffered -= batch.bytes;
         state.pending -= batch.count;
         let closed = state.closed;
+        // The owner's waiters: a flush (nothing pending), a send waiting for room (the
+        // buffer at half, `room_after_wait`), a stop (idle, so nothing pending).
+        let waiters_may_go = state.pending == 0 || state.below_half();
         drop(state);
-        self.changed.notify_all();
+        if waiters_may_go {
+            self.changed.notify_all();
+        }
         if queue_waits || closed {
             self.wake_sender();
         }

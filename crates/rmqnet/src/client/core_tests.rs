@@ -162,3 +162,55 @@ fn a_batch_waits_for_room_counting_all_its_messages() {
     // With nothing pending, even a batch larger than the limits goes.
     assert!(!idle.lock().must_wait(usize::MAX / 2, 1_000_000));
 }
+
+#[test]
+fn a_flush_wakes_the_sender_for_a_lingering_batch() {
+    let core = std::sync::Arc::new(core(10));
+    assert!(core.push(&key(0), b"a", 1, || 0).ready.is_none());
+    let (due_tx, due_rx) = std::sync::mpsc::channel();
+    let sender = std::sync::Arc::clone(&core);
+    // The batch lingers for an hour: the sender sleeps until then unless woken.
+    let thread = std::thread::spawn(move || due_tx.send(sender.due()).unwrap());
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        due_rx.try_recv().is_err(),
+        "the batch left before the flush"
+    );
+    core.begin_flush();
+    let due = due_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the flush woke the sender")
+        .expect("a batch is due");
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].messages, b"a");
+    core.end_flush();
+    assert_eq!(core.lock().flushing, 0);
+    thread.join().unwrap();
+}
+
+#[test]
+fn a_send_that_waited_goes_on_once_the_buffer_is_down_to_half() {
+    let core = core(1);
+    core.lock().limits.max_buffered_messages = 8;
+    let batches: Vec<_> = (0..8)
+        .map(|queue| core.push(&key(queue), b"m", 1, || 0).ready.expect("full"))
+        .collect();
+    assert!(core.lock().must_wait(1, 1));
+    let mut batches = batches.into_iter();
+    for pending in (4..8).rev() {
+        core.finished(batches.next().expect("a batch"));
+        let state = core.lock();
+        assert_eq!(state.pending, pending);
+        // Room for the message from 7 pending down, but a send that waited goes on at 4.
+        assert!(!state.must_wait(1, 1));
+        assert_eq!(
+            state.room_after_wait(1, 1),
+            pending <= 4,
+            "{pending} pending"
+        );
+    }
+    // A batch larger than half the buffer goes once it fits (here: nothing pending).
+    assert!(!core.lock().room_after_wait(1, 5));
+    batches.for_each(|batch| core.finished(batch));
+    assert!(core.lock().room_after_wait(1, 5));
+}

@@ -11,7 +11,16 @@
 //!
 //! A queue's outcomes arrive in the order of its batches: a queue has one batch in
 //! flight, and its outcome is queued before the next batch is sent.
+//!
+//! A shard has at most `CALLS_PER_SHARD` calls in flight; batches due for a shard with
+//! that many wait (`Held`) and leave together, with the batches its next answer frees,
+//! when one of them is answered. Without the bound every `send_batch` batch went in a
+//! call of its own (its queue is free when it comes, and an answer frees one queue), and
+//! each call costs the client and the shard as much again: the HTTP/2 frames, the
+//! syscalls, the wake-ups on both sides and the resolver's run. Two calls keep one
+//! waiting at the shard while it stores the other.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender as Outcomes;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -28,6 +37,8 @@ use super::encode::batches_request;
 use super::outcome::{answers, code, SendOutcome};
 
 const SEND_BATCHES: &str = "/rmq.v1.Shard/SendBatches";
+/// Calls in flight to one shard at most (see the module comment).
+const CALLS_PER_SHARD: usize = 2;
 /// How long stopping waits for cancelled calls to be dropped.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 
@@ -38,9 +49,17 @@ struct Shared<O> {
     outcomes: Outcomes<Finished<O>>,
     /// Calls in flight, so that stopping can wait for them.
     calls: Mutex<usize>,
+    /// Per shard endpoint: its calls in flight, and the batches held back for it.
+    shards: Mutex<HashMap<String, Held<O>>>,
     /// Calls made since the start.
     calls_made: AtomicU64,
     calls_ended: Condvar,
+}
+
+/// One shard's calls in flight, and the batches waiting for one of them to be answered.
+struct Held<O> {
+    calls: usize,
+    batches: Vec<Batch<O>>,
 }
 
 /// The runtime, connections and sender thread of one producer.
@@ -78,6 +97,7 @@ impl<O: Clone + Send + 'static> Sender<O> {
             handle: runtime.handle().clone(),
             outcomes,
             calls: Mutex::new(0),
+            shards: Mutex::new(HashMap::new()),
             calls_made: AtomicU64::new(0),
             calls_ended: Condvar::new(),
         });
@@ -156,21 +176,53 @@ fn dispatch<O: Clone + Send + 'static>(shared: &Arc<Shared<O>>, batches: Vec<Bat
         finish(shared, batch, outcome);
     }
     for (endpoint, group) in groups {
-        start_call(shared, endpoint, group);
+        let send = {
+            let mut shards = lock(&shared.shards);
+            let shard = shards.entry(endpoint.clone()).or_insert_with(|| Held {
+                calls: 0,
+                batches: Vec::new(),
+            });
+            if shard.calls >= CALLS_PER_SHARD {
+                shard.batches.extend(group);
+                None
+            } else {
+                shard.calls += 1;
+                Some(group)
+            }
+        };
+        if let Some(group) = send {
+            start_call(shared, endpoint, group);
+        }
     }
 }
 
+/// A call to `endpoint` ended: the batches held back for the shard, which the caller
+/// sends with those the answer freed.
+fn call_ended<O>(shared: &Shared<O>, endpoint: &str) -> Vec<Batch<O>> {
+    let mut shards = lock(&shared.shards);
+    let Some(shard) = shards.get_mut(endpoint) else {
+        return Vec::new();
+    };
+    shard.calls -= 1;
+    std::mem::take(&mut shard.batches)
+}
+
 /// The batches of one call; dropped before the answer came (the sender stopped), they
-/// fail as cancelled.
+/// fail as cancelled, and so do the batches held back for its shard.
 struct InFlight<O> {
     shared: Arc<Shared<O>>,
     endpoint: String,
     batches: Vec<Batch<O>>,
+    answered: bool,
 }
 
 impl<O> Drop for InFlight<O> {
     fn drop(&mut self) {
-        for batch in self.batches.drain(..) {
+        let mut cancelled = std::mem::take(&mut self.batches);
+        if !self.answered {
+            cancelled.extend(call_ended(&self.shared, &self.endpoint));
+        }
+        for batch in cancelled {
             let message = "the producer closed before the broker answered";
             finish(
                 &self.shared,
@@ -201,6 +253,7 @@ fn start_call<O: Clone + Send + 'static>(
         shared: Arc::clone(shared),
         endpoint,
         batches,
+        answered: false,
     };
     shared.handle.spawn(async move {
         let answer = call
@@ -209,14 +262,17 @@ fn start_call<O: Clone + Send + 'static>(
             .unary(&call.endpoint, SEND_BATCHES, body)
             .await;
         let batches = std::mem::take(&mut call.batches);
-        answered(&call.shared, batches, answer);
+        call.answered = true;
+        answered(&call.shared, &call.endpoint, batches, answer);
     });
 }
 
-/// Free the queues of the stored batches and send their next batches, hold the
-/// retryable refusals for a retry, and hand every other answered batch to the owner.
+/// Free the queues of the stored batches and send their next batches (with those held
+/// back for the shard), hold the retryable refusals for a retry, and hand every other
+/// answered batch to the owner.
 fn answered<O: Clone + Send + 'static>(
     shared: &Arc<Shared<O>>,
+    endpoint: &str,
     batches: Vec<Batch<O>>,
     answer: Result<Bytes, CallError>,
 ) {
@@ -245,6 +301,7 @@ fn answered<O: Clone + Send + 'static>(
     for (batch, outcome) in ended {
         finish(shared, batch, outcome);
     }
+    following.extend(call_ended(shared, endpoint));
     if !following.is_empty() {
         dispatch(shared, following);
     }
