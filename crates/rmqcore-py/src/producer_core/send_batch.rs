@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::PyBytes;
 use rmqcore::record::message_rules::check_message_fields;
 use rmqnet::client::encode::put_full_message;
 
@@ -20,7 +20,7 @@ use crate::errors::invalid;
 use crate::message::Metadata;
 use crate::send_batch_future::PySendBatchFuture;
 use crate::send_future::Answer;
-use crate::store::columns::{read_messages, Columns};
+use crate::store::columns::{batch_items, read_messages, Columns};
 
 use super::send::MESSAGE_OVERHEAD;
 use super::PyProducerCore;
@@ -103,15 +103,7 @@ impl PyProducerCore {
                 "the producer is closed",
             ));
         }
-        // A list is read directly, as `Store.put_batch` does: the generic iterator
-        // protocol costs more than the rest of reading a 100 B message's item.
-        let objects: Vec<Bound<'_, PyAny>> = match messages.cast::<PyList>() {
-            Ok(list) => list.iter().collect(),
-            Err(_) => messages
-                .try_iter()
-                .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
-                .collect::<PyResult<_>>()?,
-        };
+        let objects = batch_items(py, messages)?;
         let count = objects.len();
         if count == 0 {
             return Err(invalid(py, "messages", "the batch has no messages"));

@@ -16,6 +16,22 @@ use crate::message::{extract_keys, keys_of_text, DraftParts, Metadata, PyMessage
 /// A batch's bodies, and beside them each message's fields (None for a bare body).
 pub type BodiesAndFields<'py, 'a> = (Vec<Bound<'py, PyBytes>>, Vec<Option<Metadata<'a>>>);
 
+/// A batch call's `messages` argument as its items. A list (what a bulk writer passes)
+/// is read directly: the generic iterator protocol cost about 90 instructions a message
+/// of a 100 B batch (callgrind), more than the rest of reading its item.
+pub fn batch_items<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    match messages.cast::<PyList>() {
+        Ok(list) => Ok(list.iter().collect()),
+        Err(_) => messages
+            .try_iter()
+            .map_err(|_| invalid(py, "messages", "must be a sequence of bytes or rmq.Message"))?
+            .collect(),
+    }
+}
+
 /// A batch call's messages (`Store.put_batch`, `Producer.send_batch`) read in one pass:
 /// each body, and each message's fields unless it is a bare body with no columns beside
 /// it. Bytes bodies take their tags and keys from `columns`; an `rmq.Message` carries its
