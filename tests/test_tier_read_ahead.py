@@ -9,11 +9,11 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import rmq
 
 from bench.peers.s3 import S3Server
+from tests.support.tiered_store import tier_reads
 
 SEGMENT = 8 << 20
 BODY = 4096
@@ -167,21 +167,15 @@ def test_a_queue_whose_records_lie_back_to_back_is_read_in_large_gets(
         count += 128
     evicted = upload_and_evict(store)
     assert evicted >= 3 * segment
-    before = reads(store)
+    before = tier_reads(store)
     bodies = consume(store, [0], "Packed")[0]
     assert bodies == [packed_body(i) for i in range(count)]
-    after = reads(store)
+    after = tier_reads(store)
     gets = after["range_reads"] - before["range_reads"]
     spent = after["bytes_fetched"] - before["bytes_fetched"]
     assert spent < 1.2 * evicted, (spent, evicted)
     assert gets * (2 << 20) < evicted, (gets, evicted)
     store.close()
-
-
-def reads(store: rmq.Store) -> dict[str, Any]:
-    status = store.tier_status()
-    assert status is not None
-    return dict(status["reads"])
 
 
 def test_a_pull_fetches_its_queues_next_records_in_the_background(
@@ -194,13 +188,13 @@ def test_a_pull_fetches_its_queues_next_records_in_the_background(
     store, _ = build(tmp_path / "store", aws_env, s3_bucket, queues=4, evicted=5)
     first = store.get("Spread", 0, 0, 32)
     assert [m.body for m in first] == [body(0, i) for i in range(32)]
-    ahead = reads(store)["read_ahead_bytes"]
-    assert ahead >= 4 << 20, reads(store)
+    ahead = tier_reads(store)["read_ahead_bytes"]
+    assert ahead >= 4 << 20, tier_reads(store)
     deadline = time.monotonic() + 60
-    settled = reads(store)
+    settled = tier_reads(store)
     while True:  # until the background GETs are done: all fetched, then a quiet second
         time.sleep(1.0)
-        now = reads(store)
+        now = tier_reads(store)
         if now["bytes_fetched"] == settled["bytes_fetched"] and now["bytes_fetched"] >= ahead:
             break
         assert time.monotonic() < deadline, now
@@ -210,7 +204,7 @@ def test_a_pull_fetches_its_queues_next_records_in_the_background(
         batch = store.get("Spread", 0, offset, 32)
         assert [m.body for m in batch] == [body(0, i) for i in range(offset, offset + 32)]
         offset += 32
-    after = reads(store)
+    after = tier_reads(store)
     assert after["range_reads"] == settled["range_reads"], (settled, after)
     assert after["cache_hits"] > settled["cache_hits"]
     store.close()
@@ -228,7 +222,7 @@ def test_read_ahead_is_bounded_for_all_concurrent_readers_together(
     per_queue = counts[0]
     evicted = evicted_bytes(store)
     assert evicted >= 5 * SEGMENT
-    before = reads(store)
+    before = tier_reads(store)
     failures: list[BaseException] = []
 
     def consume_one(queue: int) -> None:
@@ -244,7 +238,7 @@ def test_read_ahead_is_bounded_for_all_concurrent_readers_together(
     for thread in threads:
         thread.join(300)
     assert not failures, failures
-    after = reads(store)
+    after = tier_reads(store)
     assert after["read_ahead_limit_bytes"] == 32 << 20  # half the 64 MiB read cache
     # Together they read well ahead (the span is shared among the queues being read, 7/8
     # of the bound, so how near the bound the peak comes depends on how the four overlap)
@@ -284,10 +278,10 @@ def test_a_lone_reader_of_one_queue_of_many_reads_ahead_its_share_in_large_gets(
             counts[queue] += 128
     evicted = upload_and_evict(store)
     assert evicted >= 3 * segment
-    before = reads(store)
+    before = tier_reads(store)
     bodies = consume(store, [0], "Four")[0]
     assert bodies == [four_body(0, i) for i in range(counts[0])]
-    after = reads(store)
+    after = tier_reads(store)
     gets = after["range_reads"] - before["range_reads"]
     spent = after["bytes_fetched"] - before["bytes_fetched"]
     # Its records in the evicted segments, about a quarter of them (and their headers).

@@ -7,11 +7,11 @@ ahead does not take from the cache what the one behind has still to read."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import rmq
 
 from bench.peers.s3 import S3Server
+from tests.support.tiered_store import tier_reads
 
 SEGMENT = 8 << 20
 BODY = 4096
@@ -46,12 +46,6 @@ def build(path: Path, server: S3Server, bucket: str, evicted: int) -> tuple[rmq.
     return store, count
 
 
-def reads(store: rmq.Store) -> dict[str, Any]:
-    status = store.tier_status()
-    assert status is not None
-    return dict(status["reads"])
-
-
 def test_a_lone_reader_leaves_little_in_the_cache_once_it_has_read_its_queue(
     tmp_path: Path, aws_env: S3Server, s3_bucket: str
 ) -> None:
@@ -60,13 +54,13 @@ def test_a_lone_reader_leaves_little_in_the_cache_once_it_has_read_its_queue(
     the cache once read, so the cache keeps a small part of what was fetched, and every
     record arrived intact."""
     store, count = build(tmp_path / "store", aws_env, s3_bucket, evicted=6)
-    before = reads(store)
+    before = tier_reads(store)
     offset = 0
     while offset < count:
         batch = store.get("Two", 0, offset, 32)
         assert [m.body for m in batch] == [body(0, i) for i in range(offset, offset + len(batch))]
         offset += len(batch)
-    after = reads(store)
+    after = tier_reads(store)
     spent = after["bytes_fetched"] - before["bytes_fetched"]
     assert spent > 20 << 20, after
     assert after["read_ahead_released_bytes"] > 0.8 * spent, (spent, after)
@@ -82,7 +76,7 @@ def test_two_readers_of_one_queue_read_each_block_from_one_fetch(
     the queue's records are fetched about once (dropped when the first had read them,
     the second would fetch them all again) and then leave the cache."""
     store, count = build(tmp_path / "store", aws_env, s3_bucket, evicted=4)
-    before = reads(store)
+    before = tier_reads(store)
 
     def pull(offset: int) -> int:
         batch = store.get("Two", 0, offset, 32)
@@ -96,7 +90,7 @@ def test_two_readers_of_one_queue_read_each_block_from_one_fetch(
             ahead = pull(ahead)
         if ahead - behind >= 256 or ahead >= count:
             behind = pull(behind)
-    after = reads(store)
+    after = tier_reads(store)
     spent = after["bytes_fetched"] - before["bytes_fetched"]
     assert spent < 1.2 * count * BODY, (spent, count * BODY, after)
     assert after["read_ahead_released_bytes"] > 0.8 * spent, (spent, after)

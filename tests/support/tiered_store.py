@@ -51,6 +51,13 @@ def read_queue(store: rmq.Store, queue_id: int) -> list[tuple[int, bytes]]:
     return [(m.queue_offset, m.body) for m in store.get("Orders", queue_id, 0, 10_000)]
 
 
+def tier_reads(store: rmq.Store) -> dict[str, Any]:
+    """The ``reads`` part of ``store.tier_status()``: the tier read path's counters."""
+    status = store.tier_status()
+    assert status is not None
+    return dict(status["reads"])
+
+
 def tier_state(path: Path) -> dict[str, Any]:
     """The store's ``tier/state.json``."""
     state: dict[str, Any] = json.loads((path / "tier" / "state.json").read_text())
