@@ -9,6 +9,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use super::grouped_object::Layout;
 use super::remote_log::RemoteLog;
 use super::state::{TierState, TieredIndexFile, TieredQueueFile, TieredSegment};
@@ -141,7 +143,7 @@ impl Uploader {
             }
             let object = self.remote.client().location().queue_file(&key);
             let bytes = file.segment.bytes(0, file.segment.size());
-            let uploaded = self.upload_confirmed(&object, &[bytes], None);
+            let uploaded = self.upload_confirmed(&object, &[Bytes::copy_from_slice(bytes)], None);
             self.record(uploaded, |state, crc32| {
                 let tiered = TieredQueueFile {
                     topic: file.topic.clone(),
@@ -162,7 +164,7 @@ impl Uploader {
     fn upload_index_file(&self, name: &str, file: &CompactedIndexFile) -> Result<TieredIndexFile> {
         let object = self.remote.client().location().index_file(name);
         let bytes = file.bytes();
-        let crc32 = self.upload_confirmed(&object, &[bytes], None)?;
+        let crc32 = self.upload_confirmed(&object, &[Bytes::copy_from_slice(bytes)], None)?;
         Ok(TieredIndexFile {
             size: bytes.len() as u64,
             crc32,
@@ -179,17 +181,23 @@ impl Uploader {
     /// A segment goes up queue-grouped (`grouped_object.rs`): its records reordered by
     /// queue, then the footer. The grouping depends on the segment's bytes alone, so an
     /// object uploaded just before a crash is found again with the same size and CRC32.
-    fn upload_one(&self, segment: &Segment) -> Result<TieredSegment> {
+    /// The records are sent as slices of the segment's mapping, never copied.
+    fn upload_one(&self, segment: &Arc<Segment>) -> Result<TieredSegment> {
         let object = self
             .remote
             .client()
             .location()
             .segment(segment.start_offset());
+        let mapped = Bytes::from_owner(MappedSegment(Arc::clone(segment)));
         let bytes = segment.bytes(0, segment.size());
         let layout = Layout::group(bytes);
         let footer = layout.encode_footer();
-        let mut pieces = layout.object_order(bytes);
-        pieces.push(&footer);
+        let mut pieces: Vec<Bytes> = layout
+            .object_order(&mapped)
+            .into_iter()
+            .map(|run| mapped.slice_ref(run))
+            .collect();
+        pieces.push(Bytes::copy_from_slice(&footer));
         let crc32 = self.upload_confirmed(&object, &pieces, Some(segment.start_offset()))?;
         self.remote.footers.save(segment.start_offset(), &footer);
         Ok(TieredSegment {
@@ -209,7 +217,7 @@ impl Uploader {
     fn upload_confirmed(
         &self,
         object: &object_store::path::Path,
-        pieces: &[&[u8]],
+        pieces: &[Bytes],
         segment: Option<u64>,
     ) -> Result<u32> {
         let client = self.remote.client();
@@ -285,5 +293,15 @@ impl Uploader {
             .saturating_mul(1 << attempts.min(5).saturating_sub(1))
             .min(LONGEST_RETRY);
         *self.next_attempt.lock().expect("retry lock") = Some(Instant::now() + pause);
+    }
+}
+
+/// A sealed segment's bytes as the owner of a `Bytes`: its mapping lives as long as the
+/// `Arc` does (`files/segment.rs`), so parts in flight keep it readable.
+struct MappedSegment(Arc<Segment>);
+
+impl AsRef<[u8]> for MappedSegment {
+    fn as_ref(&self) -> &[u8] {
+        self.0.bytes(0, self.0.size())
     }
 }
