@@ -20,6 +20,7 @@ use object_store::{
     PutMultipartOptions, PutPayload, RetryConfig,
 };
 use tokio::runtime::Runtime;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::block_cache::FetchedBlock;
@@ -65,6 +66,8 @@ pub struct ObjectClient {
     location: TierLocation,
     store: AmazonS3,
     runtime: Runtime,
+    /// Parts in flight, over every upload at once (`parts_in_flight`).
+    part_permits: Arc<Semaphore>,
     /// What ranged GETs' bodies are copied into (`receive_buffers.rs`).
     buffers: Arc<ReceiveBuffers>,
 }
@@ -132,6 +135,7 @@ impl ObjectClient {
             location,
             store,
             runtime,
+            part_permits: Arc::new(Semaphore::new(parts_in_flight.max(1))),
             buffers: ReceiveBuffers::new(),
         })
     }
@@ -155,16 +159,11 @@ impl ObjectClient {
     }
 
     /// Upload `pieces`, one after another, as `object`: in parts of `PART_SIZE` (the last
-    /// one takes the remainder, so no part is a few KB), `parts_in_flight` at a time.
-    /// Each part is a list of slices of the pieces, never a copy: a queue-grouped segment
-    /// goes up straight from the segment's mapping, in its new order.
-    pub fn upload(
-        &self,
-        object: &ObjectPath,
-        pieces: &[Bytes],
-        crc32: u32,
-        parts_in_flight: usize,
-    ) -> Result<()> {
+    /// one takes the remainder, so no part is a few KB), at most `parts_in_flight` parts
+    /// at a time over all uploads, so that two uploads at once (one finishing while the
+    /// next starts) share them. Each part is a list of slices of the pieces, never a
+    /// copy: a queue-grouped segment goes up straight from the segment's mapping.
+    pub fn upload(&self, object: &ObjectPath, pieces: &[Bytes], crc32: u32) -> Result<()> {
         let mut attributes = Attributes::new();
         attributes.insert(
             Attribute::Metadata(CRC_METADATA.into()),
@@ -190,7 +189,7 @@ impl ObjectClient {
         self.runtime
             .block_on(async {
                 let mut upload = self.store.put_multipart_opts(object, options).await?;
-                let sent = send_parts(upload.as_mut(), parts, parts_in_flight.max(1)).await;
+                let sent = send_parts(upload.as_mut(), parts, &self.part_permits).await;
                 match sent {
                     Ok(()) => upload.complete().await.map(drop),
                     Err(error) => {
@@ -336,18 +335,32 @@ impl ObjectClient {
     }
 }
 
-/// Send `parts` in order, at most `in_flight` at once.
+/// Send `parts` in order, each while it holds one of `permits`.
 async fn send_parts(
     upload: &mut dyn MultipartUpload,
     parts: Vec<PutPayload>,
-    in_flight: usize,
+    permits: &Arc<Semaphore>,
 ) -> object_store::Result<()> {
     let mut sending = JoinSet::new();
     for part in parts {
-        while sending.len() >= in_flight {
-            joined(sending.join_next().await)?;
-        }
-        sending.spawn(upload.put_part(part));
+        let permit = loop {
+            // A finished part gives its permit back, and its failure ends the upload.
+            while let Some(sent) = sending.try_join_next() {
+                joined(Some(sent))?;
+            }
+            tokio::select! {
+                permit = Arc::clone(permits).acquire_owned() => {
+                    break permit.expect("the part permits are never closed");
+                }
+                sent = sending.join_next(), if !sending.is_empty() => joined(sent)?,
+            }
+        };
+        let put = upload.put_part(part);
+        sending.spawn(async move {
+            let sent = put.await;
+            drop(permit);
+            sent
+        });
     }
     while let Some(sent) = sending.join_next().await {
         joined(Some(sent))?;
@@ -426,7 +439,10 @@ mod tests {
     fn a_small_upload_is_one_part_and_an_exact_multiple_has_no_empty_part() {
         let whole = Bytes::from(vec![7u8; 20]);
         assert_eq!(lengths(&cut_into_parts(&[whole.slice(0..6)], 10)), vec![6]);
-        assert_eq!(lengths(&cut_into_parts(&[whole.clone()], 10)), vec![10, 10]);
+        assert_eq!(
+            lengths(&cut_into_parts(std::slice::from_ref(&whole), 10)),
+            vec![10, 10]
+        );
         assert_eq!(lengths(&cut_into_parts(&[], 10)), vec![0]);
     }
 }
