@@ -28,7 +28,12 @@ from tests.support.tier_crash import (
     kill_tiered_writers,
     read_both_queues_whole,
 )
-from tests.support.tiered_store import SEGMENT, run_retention_hours_later, upload_and_evict
+from tests.support.tiered_store import (
+    SEGMENT,
+    run_retention_hours_later,
+    tier_state,
+    upload_and_evict,
+)
 from tests.support.tiered_store import open_tiered_store as open_store
 
 
@@ -253,6 +258,40 @@ def test_a_segment_uploaded_before_a_crash_is_recognised_not_uploaded_again(
     status = store.tier_status()
     assert status is not None
     assert status["upload"]["uploaded_bytes"] == 0  # found in the bucket, not sent again
+    store.close()
+
+
+def test_a_pass_that_fails_records_only_the_segments_before_the_failure_and_resends_none(
+    tmp_path: Path, aws_env: S3Server, s3_bucket: str
+) -> None:
+    # Segments go up two at a time (here and in the background uploader, one pass at a
+    # time); the first one's object cannot be written (a directory holds its place on the
+    # server's disk), the second's can.
+    path = tmp_path / "store"
+    blocked = aws_env.object_path(s3_bucket, "shard-0/commitlog/" + "0" * 20)
+    blocked.mkdir(parents=True)
+    (blocked / "in-the-way").write_bytes(b"x")
+    store = open_store(path, aws_env, s3_bucket)
+    fill(store)
+    sealed = states(store).count("pending")
+    assert sealed >= 4
+    with pytest.raises(TierError):
+        store.upload_to_tier()
+    # Nothing is recorded past the failure, though the second segment went up meanwhile.
+    assert tier_state(path)["segments"] == {}
+    assert states(store).count("pending") == sealed
+    status = store.tier_status()
+    assert status is not None
+    assert status["upload"]["failing"] and status["upload"]["uploaded_segments"] == 1
+    (blocked / "in-the-way").unlink()
+    blocked.rmdir()
+    store.upload_to_tier()  # (the background uploader may have begun it)
+    assert "pending" not in states(store)
+    # The one sent by the failed pass was found in the bucket, not sent again.
+    status = store.tier_status()
+    assert status is not None
+    assert status["upload"]["uploaded_segments"] == sealed
+    assert status["upload"]["failing"] is None
     store.close()
 
 

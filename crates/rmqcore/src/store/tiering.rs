@@ -95,7 +95,7 @@ pub(super) fn open_tier(
         options.read_cache_bytes,
     ));
     commit_log.attach_tier(Arc::clone(&remote) as _);
-    let uploader = Arc::new(Uploader::new(remote, options.parts_in_flight));
+    let uploader = Arc::new(Uploader::new(remote));
     match reachable {
         Ok(()) => {}
         // A reader (inspect, status beside a broker) works on local data without the

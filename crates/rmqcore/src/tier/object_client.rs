@@ -16,10 +16,12 @@ use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    Attribute, Attributes, ClientOptions, GetOptions, ObjectStore, PutMultipartOptions, PutPayload,
-    RetryConfig, WriteMultipart,
+    Attribute, Attributes, ClientOptions, GetOptions, MultipartUpload, ObjectStore,
+    PutMultipartOptions, PutPayload, RetryConfig,
 };
 use tokio::runtime::Runtime;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
 use super::block_cache::FetchedBlock;
 use super::location::TierLocation;
@@ -64,6 +66,8 @@ pub struct ObjectClient {
     location: TierLocation,
     store: AmazonS3,
     runtime: Runtime,
+    /// Parts in flight, over every upload at once (`parts_in_flight`).
+    part_permits: Arc<Semaphore>,
     /// What ranged GETs' bodies are copied into (`receive_buffers.rs`).
     buffers: Arc<ReceiveBuffers>,
 }
@@ -131,6 +135,7 @@ impl ObjectClient {
             location,
             store,
             runtime,
+            part_permits: Arc::new(Semaphore::new(parts_in_flight.max(1))),
             buffers: ReceiveBuffers::new(),
         })
     }
@@ -153,43 +158,47 @@ impl ObjectClient {
             .map_err(|error| tier_error(self.location.url(), &error))
     }
 
-    /// Upload `pieces`, one after another, as `object` in parts, `parts_in_flight` at a
-    /// time (pieces, so that a queue-grouped segment is uploaded from the segment's own
-    /// bytes without first being copied whole into its new order).
-    pub fn upload(
-        &self,
-        object: &ObjectPath,
-        pieces: &[&[u8]],
-        crc32: u32,
-        parts_in_flight: usize,
-    ) -> Result<()> {
+    /// Upload `pieces`, one after another, as `object`: in parts of `PART_SIZE` (the last
+    /// one takes the remainder, so no part is a few KB), at most `parts_in_flight` parts
+    /// at a time over all uploads, so that two uploads at once (one finishing while the
+    /// next starts) share them. Each part is a list of slices of the pieces, never a
+    /// copy: a queue-grouped segment goes up straight from the segment's mapping.
+    pub fn upload(&self, object: &ObjectPath, pieces: &[Bytes], crc32: u32) -> Result<()> {
         let mut attributes = Attributes::new();
         attributes.insert(
             Attribute::Metadata(CRC_METADATA.into()),
             format!("{crc32:08x}").into(),
         );
+        let mut parts = cut_into_parts(pieces, PART_SIZE);
+        if parts.len() <= 1 {
+            let put = object_store::PutOptions {
+                attributes,
+                ..object_store::PutOptions::default()
+            };
+            let payload = parts.pop().unwrap_or_default();
+            return self
+                .runtime
+                .block_on(self.store.put_opts(object, payload, put))
+                .map(drop)
+                .map_err(|error| self.failed(object, error));
+        }
         let options = PutMultipartOptions {
             attributes,
             ..PutMultipartOptions::default()
         };
         self.runtime
             .block_on(async {
-                let size: usize = pieces.iter().map(|piece| piece.len()).sum();
-                if size <= PART_SIZE {
-                    let put = object_store::PutOptions {
-                        attributes: options.attributes,
-                        ..object_store::PutOptions::default()
-                    };
-                    let payload = PutPayload::from(Bytes::from(pieces.concat()));
-                    return self.store.put_opts(object, payload, put).await.map(drop);
+                let mut upload = self.store.put_multipart_opts(object, options).await?;
+                let sent = send_parts(upload.as_mut(), parts, &self.part_permits).await;
+                match sent {
+                    Ok(()) => upload.complete().await.map(drop),
+                    Err(error) => {
+                        // The parts already sent are dropped with the upload; a failed
+                        // abort leaves them to the bucket's own cleanup.
+                        let _ = upload.abort().await;
+                        Err(error)
+                    }
                 }
-                let upload = self.store.put_multipart_opts(object, options).await?;
-                let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-                for part in pieces.iter().flat_map(|piece| piece.chunks(PART_SIZE)) {
-                    writer.wait_for_capacity(parts_in_flight.max(1)).await?;
-                    writer.write(part);
-                }
-                writer.finish().await.map(drop)
             })
             .map_err(|error| self.failed(object, error))
     }
@@ -323,5 +332,117 @@ impl ObjectClient {
                     .try_collect(),
             )
             .map_err(|error| tier_error(self.location.describe(prefix), &error))
+    }
+}
+
+/// Send `parts` in order, each while it holds one of `permits`.
+async fn send_parts(
+    upload: &mut dyn MultipartUpload,
+    parts: Vec<PutPayload>,
+    permits: &Arc<Semaphore>,
+) -> object_store::Result<()> {
+    let mut sending = JoinSet::new();
+    for part in parts {
+        let permit = loop {
+            // A finished part gives its permit back, and its failure ends the upload.
+            while let Some(sent) = sending.try_join_next() {
+                joined(Some(sent))?;
+            }
+            tokio::select! {
+                permit = Arc::clone(permits).acquire_owned() => {
+                    break permit.expect("the part permits are never closed");
+                }
+                sent = sending.join_next(), if !sending.is_empty() => joined(sent)?,
+            }
+        };
+        let put = upload.put_part(part);
+        sending.spawn(async move {
+            let sent = put.await;
+            drop(permit);
+            sent
+        });
+    }
+    while let Some(sent) = sending.join_next().await {
+        joined(Some(sent))?;
+    }
+    Ok(())
+}
+
+fn joined(
+    sent: Option<std::result::Result<object_store::Result<()>, tokio::task::JoinError>>,
+) -> object_store::Result<()> {
+    match sent {
+        Some(Ok(result)) => result,
+        Some(Err(error)) => Err(object_store::Error::JoinError { source: error }),
+        None => Ok(()),
+    }
+}
+
+/// `pieces`, one after another, cut into payloads of `part_size` bytes, the last one
+/// taking what remains (between `part_size` and twice that), each a list of slices of
+/// the pieces. S3 wants every part but the last to be at least 5 MiB.
+fn cut_into_parts(pieces: &[Bytes], part_size: usize) -> Vec<PutPayload> {
+    let size: usize = pieces.iter().map(Bytes::len).sum();
+    let count = (size / part_size).max(1);
+    let mut parts = Vec::with_capacity(count);
+    let mut part: Vec<Bytes> = Vec::new();
+    let mut room = if count == 1 { size } else { part_size };
+    for piece in pieces {
+        let mut piece = piece.clone();
+        while !piece.is_empty() {
+            let taken = piece.split_to(room.min(piece.len()));
+            room -= taken.len();
+            part.push(taken);
+            if room == 0 {
+                parts.push(part.drain(..).collect::<PutPayload>());
+                room = if parts.len() + 1 == count {
+                    size - parts.len() * part_size
+                } else {
+                    part_size
+                };
+            }
+        }
+    }
+    if !part.is_empty() || parts.is_empty() {
+        parts.push(part.into_iter().collect());
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lengths(parts: &[PutPayload]) -> Vec<usize> {
+        parts.iter().map(PutPayload::content_length).collect()
+    }
+
+    fn joined_bytes(parts: &[PutPayload]) -> Vec<u8> {
+        parts
+            .iter()
+            .flat_map(|part| part.iter().flat_map(|chunk| chunk.to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn parts_are_full_but_the_last_which_takes_the_remainder() {
+        let whole: Vec<u8> = (0..=255u8).cycle().take(10 * 7 + 3).collect();
+        let whole = Bytes::from(whole);
+        // Pieces of uneven lengths, crossing part boundaries.
+        let pieces = vec![whole.slice(0..5), whole.slice(5..31), whole.slice(31..73)];
+        let parts = cut_into_parts(&pieces, 10);
+        assert_eq!(lengths(&parts), vec![10, 10, 10, 10, 10, 10, 13]);
+        assert_eq!(joined_bytes(&parts), whole.to_vec());
+    }
+
+    #[test]
+    fn a_small_upload_is_one_part_and_an_exact_multiple_has_no_empty_part() {
+        let whole = Bytes::from(vec![7u8; 20]);
+        assert_eq!(lengths(&cut_into_parts(&[whole.slice(0..6)], 10)), vec![6]);
+        assert_eq!(
+            lengths(&cut_into_parts(std::slice::from_ref(&whole), 10)),
+            vec![10, 10]
+        );
+        assert_eq!(lengths(&cut_into_parts(&[], 10)), vec![0]);
     }
 }

@@ -3,11 +3,18 @@
 //! recorded with it; a segment found so in the bucket (uploaded just before a crash that
 //! kept the state from recording it) is recorded without a second upload.
 //!
+//! Two segments go up at once, sharing the client's parts in flight, so that the server
+//! receives the next segment's parts while it assembles the previous object and while
+//! the uploader checks it; each is recorded in order, once the one before it is.
+//!
 //! Failures are kept for the status (what fails, since when, how often) and retried with
 //! a growing pause; appends and reads of local data never wait for the uploader.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use super::grouped_object::Layout;
 use super::remote_log::RemoteLog;
@@ -22,6 +29,10 @@ use crate::index::compacted::{CompactedHeader, CompactedIndexFile};
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 const LONGEST_RETRY: Duration = Duration::from_secs(30);
 
+/// Segments uploaded at once: one finishing (the server assembling its object, the
+/// uploader checking it) while the next one's parts go.
+const SEGMENTS_AT_ONCE: usize = 2;
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UploadStatus {
     /// The last failure's reason while failures go on; None once an upload succeeds.
@@ -29,19 +40,27 @@ pub struct UploadStatus {
     pub failing_since_ms: Option<i64>,
     /// Failures in a row.
     pub failed_attempts: u64,
-    /// The segment being uploaded: its start offset and size.
+    /// The oldest segment being uploaded: its start offset and size.
     pub in_progress: Option<(u64, u64)>,
     pub uploaded_segments: u64,
     pub uploaded_bytes: u64,
-    /// Seconds spent uploading what `uploaded_bytes` counts.
+    /// Seconds during which segments were being uploaded (wall time, two at once
+    /// counted once).
     pub upload_seconds: f64,
+}
+
+/// The segments being uploaded (start offset -> size), and since when one has been.
+#[derive(Debug, Default)]
+struct Uploading {
+    segments: BTreeMap<u64, u64>,
+    since: Option<Instant>,
 }
 
 #[derive(Debug)]
 pub struct Uploader {
     remote: Arc<RemoteLog>,
-    parts_in_flight: usize,
     status: Mutex<UploadStatus>,
+    uploading: Mutex<Uploading>,
     /// No attempt before this instant (the pause after a failure).
     next_attempt: Mutex<Option<Instant>>,
     /// One upload pass at a time: the thread and `upload_to_tier` must not both upload
@@ -50,11 +69,11 @@ pub struct Uploader {
 }
 
 impl Uploader {
-    pub fn new(remote: Arc<RemoteLog>, parts_in_flight: usize) -> Self {
+    pub fn new(remote: Arc<RemoteLog>) -> Self {
         Uploader {
             remote,
-            parts_in_flight,
             status: Mutex::new(UploadStatus::default()),
+            uploading: Mutex::new(Uploading::default()),
             next_attempt: Mutex::new(None),
             one_pass: Mutex::new(()),
         }
@@ -65,7 +84,10 @@ impl Uploader {
     }
 
     pub fn status(&self) -> UploadStatus {
-        self.status.lock().expect("upload status lock").clone()
+        let mut status = self.status.lock().expect("upload status lock").clone();
+        let uploading = self.uploading.lock().expect("uploading lock");
+        status.in_progress = uploading.segments.first_key_value().map(|(s, n)| (*s, *n));
+        status
     }
 
     /// Record a failure seen outside an upload (the bucket unreachable at open).
@@ -86,27 +108,42 @@ impl Uploader {
                 .is_none_or(|at| Instant::now() >= at)
     }
 
-    /// Upload every sealed segment in `sealed` that the state lacks, oldest first;
-    /// returns how many were recorded. Stops at the first failure (recorded in the
-    /// status and returned), so segments are uploaded in order.
+    /// Upload every sealed segment in `sealed` that the state lacks, oldest first,
+    /// `SEGMENTS_AT_ONCE` at a time; returns how many were recorded. Each is recorded
+    /// only after every older one; the first failure ends the pass (recorded in the
+    /// status and returned), and a younger segment that went up meanwhile is found in the
+    /// bucket by the next pass, not sent again.
     pub fn upload_sealed(&self, sealed: &[Arc<Segment>], force: bool) -> Result<usize> {
         if !self.may_try(force) {
             return Ok(0);
         }
         let _one_pass = self.one_pass.lock().expect("upload pass lock");
         let state = self.remote.state();
-        let mut recorded = 0;
-        for segment in sealed {
-            if state.segments.contains_key(&segment.start_offset()) {
-                continue;
+        let mut waiting = sealed
+            .iter()
+            .filter(|segment| !state.segments.contains_key(&segment.start_offset()));
+        std::thread::scope(|scope| {
+            let mut running = VecDeque::new();
+            let mut recorded = 0;
+            loop {
+                while running.len() < SEGMENTS_AT_ONCE {
+                    let Some(segment) = waiting.next() else { break };
+                    let upload = std::thread::Builder::new()
+                        .name("rmq-tier-segment".into())
+                        .spawn_scoped(scope, || self.upload_one(segment));
+                    running.push_back(upload.map_err(|error| Error::io(segment.path(), error))?);
+                }
+                let Some(oldest) = running.pop_front() else {
+                    return Ok(recorded);
+                };
+                let uploaded = oldest.join().expect("a segment upload panicked");
+                self.record(uploaded, |state, tiered| {
+                    state.segments.insert(tiered.start_offset, tiered);
+                })?;
+                recorded += 1;
+                self.succeeded();
             }
-            self.record(self.upload_one(segment), |state, tiered| {
-                state.segments.insert(tiered.start_offset, tiered);
-            })?;
-            recorded += 1;
-            self.succeeded();
-        }
-        Ok(recorded)
+        })
     }
 
     /// Upload every compacted index file the state lacks, oldest first; returns how
@@ -141,7 +178,7 @@ impl Uploader {
             }
             let object = self.remote.client().location().queue_file(&key);
             let bytes = file.segment.bytes(0, file.segment.size());
-            let uploaded = self.upload_confirmed(&object, &[bytes], None);
+            let uploaded = self.upload_confirmed(&object, &[Bytes::copy_from_slice(bytes)], None);
             self.record(uploaded, |state, crc32| {
                 let tiered = TieredQueueFile {
                     topic: file.topic.clone(),
@@ -162,7 +199,7 @@ impl Uploader {
     fn upload_index_file(&self, name: &str, file: &CompactedIndexFile) -> Result<TieredIndexFile> {
         let object = self.remote.client().location().index_file(name);
         let bytes = file.bytes();
-        let crc32 = self.upload_confirmed(&object, &[bytes], None)?;
+        let crc32 = self.upload_confirmed(&object, &[Bytes::copy_from_slice(bytes)], None)?;
         Ok(TieredIndexFile {
             size: bytes.len() as u64,
             crc32,
@@ -179,17 +216,23 @@ impl Uploader {
     /// A segment goes up queue-grouped (`grouped_object.rs`): its records reordered by
     /// queue, then the footer. The grouping depends on the segment's bytes alone, so an
     /// object uploaded just before a crash is found again with the same size and CRC32.
-    fn upload_one(&self, segment: &Segment) -> Result<TieredSegment> {
+    /// The records are sent as slices of the segment's mapping, never copied.
+    fn upload_one(&self, segment: &Arc<Segment>) -> Result<TieredSegment> {
         let object = self
             .remote
             .client()
             .location()
             .segment(segment.start_offset());
+        let mapped = Bytes::from_owner(MappedSegment(Arc::clone(segment)));
         let bytes = segment.bytes(0, segment.size());
         let layout = Layout::group(bytes);
         let footer = layout.encode_footer();
-        let mut pieces = layout.object_order(bytes);
-        pieces.push(&footer);
+        let mut pieces: Vec<Bytes> = layout
+            .object_order(&mapped)
+            .into_iter()
+            .map(|run| mapped.slice_ref(run))
+            .collect();
+        pieces.push(Bytes::copy_from_slice(&footer));
         let crc32 = self.upload_confirmed(&object, &pieces, Some(segment.start_offset()))?;
         self.remote.footers.save(segment.start_offset(), &footer);
         Ok(TieredSegment {
@@ -209,7 +252,7 @@ impl Uploader {
     fn upload_confirmed(
         &self,
         object: &object_store::path::Path,
-        pieces: &[&[u8]],
+        pieces: &[Bytes],
         segment: Option<u64>,
     ) -> Result<u32> {
         let client = self.remote.client();
@@ -225,11 +268,13 @@ impl Uploader {
         if confirmed(client.head(object)?) {
             return Ok(crc32);
         }
-        self.status.lock().expect("upload status lock").in_progress =
-            segment.map(|start| (start, size));
-        let started = Instant::now();
-        let uploaded = client.upload(object, pieces, crc32, self.parts_in_flight);
-        self.status.lock().expect("upload status lock").in_progress = None;
+        if let Some(start) = segment {
+            self.started_segment(start, size);
+        }
+        let uploaded = client.upload(object, pieces, crc32);
+        if let Some(start) = segment {
+            self.ended_segment(start);
+        }
         uploaded?;
         let info = client.head(object)?;
         if !confirmed(info) {
@@ -244,10 +289,30 @@ impl Uploader {
         let mut status = self.status.lock().expect("upload status lock");
         if segment.is_some() {
             status.uploaded_segments += 1;
-            status.upload_seconds += started.elapsed().as_secs_f64();
         }
         status.uploaded_bytes += size;
         Ok(crc32)
+    }
+
+    fn started_segment(&self, start: u64, size: u64) {
+        let mut uploading = self.uploading.lock().expect("uploading lock");
+        uploading.segments.insert(start, size);
+        uploading.since.get_or_insert_with(Instant::now);
+    }
+
+    /// The segment's upload ended; the last one running adds the time since the first
+    /// started to `upload_seconds`.
+    fn ended_segment(&self, start: u64) {
+        let mut uploading = self.uploading.lock().expect("uploading lock");
+        uploading.segments.remove(&start);
+        if uploading.segments.is_empty() {
+            if let Some(since) = uploading.since.take() {
+                self.status
+                    .lock()
+                    .expect("upload status lock")
+                    .upload_seconds += since.elapsed().as_secs_f64();
+            }
+        }
     }
 
     fn succeeded(&self) {
@@ -285,5 +350,15 @@ impl Uploader {
             .saturating_mul(1 << attempts.min(5).saturating_sub(1))
             .min(LONGEST_RETRY);
         *self.next_attempt.lock().expect("retry lock") = Some(Instant::now() + pause);
+    }
+}
+
+/// A sealed segment's bytes as the owner of a `Bytes`: its mapping lives as long as the
+/// `Arc` does (`files/segment.rs`), so parts in flight keep it readable.
+struct MappedSegment(Arc<Segment>);
+
+impl AsRef<[u8]> for MappedSegment {
+    fn as_ref(&self) -> &[u8] {
+        self.0.bytes(0, self.0.size())
     }
 }
