@@ -30,7 +30,20 @@ use rmqproto::stored_view::{put_property, StoredView};
 
 use crate::transport::PyPendingCall;
 
-#[pyclass(frozen, module = "rmq._rmqcore", name = "ReceivedMessage")]
+/// A consumer makes and drops these by the hundred thousand a second. Every object of a
+/// class with the GC flag (all PyO3 classes have it) counts toward the cycle collector's
+/// next pass, untracked or not: a 50,000-message read counted some 70 young passes and
+/// brought on a full one, 7-28 ms over the whole heap, in most rounds of `bench grpc`
+/// (its produce had just promoted 50,000 key lists). Objects reused from the free list do
+/// not count: the same read now runs 0-8 young passes and no full one. It keeps up to
+/// 16,384 freed objects (240 bytes each, their answers released): what a consumer holds
+/// at once, two pulls of 1,024 per queue of 8 and a poll's 4,096 handed out.
+#[pyclass(
+    frozen,
+    freelist = 16384,
+    module = "rmq._rmqcore",
+    name = "ReceivedMessage"
+)]
 pub struct PyReceivedMessage {
     /// The bytes the message was read from (a whole Pull response, shared).
     raw: Bytes,
