@@ -132,43 +132,45 @@ class Consumer:
 
     def _position(self) -> None:
         """Start each queue at the group's committed offset, or at ``start``: the
-        committed offsets asked of every shard at once, then the ends of the queues with
-        none, all at once (a round trip each, not one per queue)."""
+        committed offsets (one call per shard) and every queue's bounds asked all at once,
+        one round trip in all. Asking the bounds only of the queues without a committed
+        offset took a second round trip, through the shards' Python servers: 3-35 ms of a
+        50k-message read's 30-90 ms (8 queues, 2 shards)."""
         by_endpoint: dict[str, list[int]] = {}
         for queue_id in self._queues:
             by_endpoint.setdefault(self._endpoint(queue_id), []).append(queue_id)
-        fetched = self._client.call_all(
-            [
-                (
-                    f"fetch offsets of {self.group}",
-                    endpoint,
-                    _FETCH_OFFSETS,
-                    pb.FetchOffsetsRequest(group=self.group, topic=self.topic, queue_ids=ids),
-                )
-                for endpoint, ids in by_endpoint.items()
-            ],
-            pb.FetchOffsetsResponse,
-        )
-        committed = {entry.queue_id: entry.offset for a in fetched for entry in a.offsets}
-        fresh = [queue_id for queue_id in self._queues if queue_id not in committed]
-        ends = self._client.call_all(
-            [
-                (
-                    f"QueueOffsets {self.topic}/{queue_id}",
-                    self._endpoint(queue_id),
-                    _QUEUE_OFFSETS,
-                    pb.QueueOffsetsRequest(topic=self.topic, queue_id=queue_id),
-                )
-                for queue_id in fresh
-            ],
-            pb.QueueOffsetsResponse,
-        )
-        for queue_id, offset in committed.items():
-            if queue_id in self._queues:
-                state = self._queues[queue_id]
-                state.fetch = state.delivered = state.committed = offset
-        for queue_id, end in zip(fresh, ends, strict=True):
+        fetches = [
+            (
+                f"fetch offsets of {self.group}",
+                endpoint,
+                _FETCH_OFFSETS,
+                pb.FetchOffsetsRequest(
+                    group=self.group, topic=self.topic, queue_ids=ids
+                ).SerializeToString(),
+            )
+            for endpoint, ids in by_endpoint.items()
+        ]
+        bounds = [
+            (
+                f"QueueOffsets {self.topic}/{queue_id}",
+                self._endpoint(queue_id),
+                _QUEUE_OFFSETS,
+                pb.QueueOffsetsRequest(topic=self.topic, queue_id=queue_id).SerializeToString(),
+            )
+            for queue_id in self._queues
+        ]
+        answers = self._client.call_all_bytes(fetches + bounds)
+        committed = {
+            entry.queue_id: entry.offset
+            for raw in answers[: len(fetches)]
+            for entry in pb.FetchOffsetsResponse.FromString(raw).offsets
+        }
+        for queue_id, raw in zip(self._queues, answers[len(fetches) :], strict=True):
             state = self._queues[queue_id]
+            if queue_id in committed:
+                state.fetch = state.delivered = state.committed = committed[queue_id]
+                continue
+            end = pb.QueueOffsetsResponse.FromString(raw)
             start = end.min_offset if self._start == "earliest" else end.max_offset
             state.fetch = state.delivered = start
         self._positioned = True
