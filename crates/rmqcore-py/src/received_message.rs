@@ -330,6 +330,9 @@ pub enum PullAnswer<'py> {
 
 /// The messages of an encoded `rmq.v1.PullResponse` and its `next_offset`,
 /// `min_offset` and `max_offset`. A failed call raises as its `result()` does.
+///
+/// The answer is read without the GIL (the consumer's thread goes on handing out
+/// messages meanwhile); only the objects are made with it.
 #[pyfunction]
 pub fn decode_pull_response(
     py: Python<'_>,
@@ -339,6 +342,16 @@ pub fn decode_pull_response(
         PullAnswer::Call(call) => call.answer(py)?,
         PullAnswer::Bytes(bytes) => Bytes::copy_from_slice(bytes.as_bytes()),
     };
+    let (decoded, next, min, max) = py.detach(|| read_pull_response(&raw))?;
+    let messages = decoded
+        .into_iter()
+        .map(|message| PyReceivedMessage::create(py, message))
+        .collect::<PyResult<_>>()?;
+    Ok((messages, next, min, max))
+}
+
+/// The messages of a `PullResponse` and its `next_offset`, `min_offset`, `max_offset`.
+fn read_pull_response(raw: &Bytes) -> PyResult<(Vec<PyReceivedMessage>, i64, i64, i64)> {
     let whole = raw.as_ref();
     let mut messages = Vec::new();
     let (mut next, mut min, mut max) = (0, 0, 0);
@@ -347,8 +360,7 @@ pub fn decode_pull_response(
     while let Some((field, value)) = reader.next_field().ok_or_else(malformed_response)? {
         match (field, value) {
             (PULL_RESPONSE_MESSAGES, WireValue::Bytes(message)) => {
-                let decoded = PyReceivedMessage::decode(&raw, span(whole, message))?;
-                messages.push(PyReceivedMessage::create(py, decoded)?);
+                messages.push(PyReceivedMessage::decode(raw, span(whole, message))?);
             }
             (response::NEXT_OFFSET, WireValue::Varint(value)) => next = int64(value),
             (response::MIN_OFFSET, WireValue::Varint(value)) => min = int64(value),
