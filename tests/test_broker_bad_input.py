@@ -20,7 +20,7 @@ from tests.support.brokers import Brokers
 from tests.support.native_requests import native_requests
 
 # Methods the shard's native data plane answers itself, always (never passed to Python).
-NATIVE_METHODS = ("Send", "SendBatches", "Pull")
+NATIVE_METHODS = ("Send", "SendBatches", "Pull", "QueueOffsets", "FetchOffsets")
 
 
 class Broker:

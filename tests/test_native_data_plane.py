@@ -22,6 +22,7 @@ from rmq.proto.v1 import broker_pb2 as pb
 
 from tests.support.brokers import Brokers
 from tests.support.engine_errors import ENGINE_ERRORS
+from tests.support.native_requests import native_requests
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +145,41 @@ def test_sends_and_pulls_are_answered_as_the_api_says(shard: tuple[str, Shard]) 
         shard_.call("Pull", pb.PullRequest(topic=topic, queue_id=0, offset=99), pb.PullResponse)
     assert caught.value.code() is grpc.StatusCode.OUT_OF_RANGE
     assert "the queue holds offsets 0 to 4" in (caught.value.details() or "")
+
+
+def test_a_consumers_positions_are_answered_natively(
+    broker: LocalBroker, shard: tuple[str, Shard]
+) -> None:
+    """QueueOffsets and FetchOffsets come from the engine, not the Python server: the
+    queue's bounds after sends, and only the queues the group committed."""
+    topic, shard_ = shard
+    shard_.call(
+        "Send",
+        pb.SendRequest(topic=topic, queue_id=1, messages=[message(i) for i in range(5)]),
+        pb.SendResponse,
+    )
+    shard_.call(
+        "CommitOffsets",
+        pb.CommitOffsetsRequest(
+            group="positions", topic=topic, offsets=[pb.QueueOffset(queue_id=1, offset=3)]
+        ),
+        pb.CommitOffsetsResponse,
+    )
+    before = native_requests(broker)
+    bounds = shard_.call(
+        "QueueOffsets", pb.QueueOffsetsRequest(topic=topic, queue_id=1), pb.QueueOffsetsResponse
+    )
+    assert (bounds.min_offset, bounds.max_offset) == (0, 5)
+    fetched = shard_.call(
+        "FetchOffsets",
+        pb.FetchOffsetsRequest(group="positions", topic=topic, queue_ids=[0, 1]),
+        pb.FetchOffsetsResponse,
+    )
+    assert [(o.queue_id, o.offset) for o in fetched.offsets] == [(1, 3)]
+    after = native_requests(broker)
+    for method in ("QueueOffsets", "FetchOffsets"):
+        key = (f"/rmq.v1.Shard/{method}", "answered")
+        assert after.get(key, 0) == before.get(key, 0) + 1, method
 
 
 def test_a_waiting_pull_wakes_for_a_send_through_send_stream(shard: tuple[str, Shard]) -> None:

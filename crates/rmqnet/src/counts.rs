@@ -5,10 +5,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The methods the data plane may answer, by their gRPC path.
-pub const METHODS: [&str; 7] = [
+pub const METHODS: [&str; 9] = [
     "/rmq.v1.Shard/Send",
     "/rmq.v1.Shard/SendBatches",
     "/rmq.v1.Shard/Pull",
+    "/rmq.v1.Shard/QueueOffsets",
+    "/rmq.v1.Shard/FetchOffsets",
     "/apache.rocketmq.v2.MessagingService/SendMessage",
     "/apache.rocketmq.v2.MessagingService/ReceiveMessage",
     "/apache.rocketmq.v2.MessagingService/AckMessage",

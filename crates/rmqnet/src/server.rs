@@ -1,5 +1,6 @@
 //! The shard process's public gRPC endpoint: an HTTP/2 server on its own small tokio
-//! runtime that answers `Send`, `SendBatches` and `Pull` from the engine (`shard.rs`), and
+//! runtime that answers `Send`, `SendBatches`, `Pull`, and the consumer's `QueueOffsets`
+//! and `FetchOffsets` (`shard_offsets.rs`) from the engine (`shard.rs`), and
 //! RocketMQ 5's `SendMessage`, `ReceiveMessage`, `AckMessage` and `ChangeInvisibleDuration`
 //! (`rocketmq/`), and passes every other call to the Python server behind it (`proxy.rs`).
 //! Python keeps supervising the process, the routes and the admin calls; the hot path
@@ -32,6 +33,8 @@ use crate::status::Refusal;
 const SEND: &str = "/rmq.v1.Shard/Send";
 const SEND_BATCHES: &str = "/rmq.v1.Shard/SendBatches";
 const PULL: &str = "/rmq.v1.Shard/Pull";
+const QUEUE_OFFSETS: &str = "/rmq.v1.Shard/QueueOffsets";
+const FETCH_OFFSETS: &str = "/rmq.v1.Shard/FetchOffsets";
 const ROCKETMQ_SEND: &str = "/apache.rocketmq.v2.MessagingService/SendMessage";
 const ROCKETMQ_RECEIVE: &str = "/apache.rocketmq.v2.MessagingService/ReceiveMessage";
 const ROCKETMQ_ACK: &str = "/apache.rocketmq.v2.MessagingService/AckMessage";
@@ -210,9 +213,13 @@ fn answered_at_once(path: &str) -> bool {
 
 async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
     let path = request.uri().path();
-    // rmq.v1's sends and pulls are always answered here; RocketMQ v2's calls when the
-    // process serves them (its consume side may leave a request to the Python server).
-    let always = matches!(path, SEND | SEND_BATCHES | PULL);
+    // rmq.v1's sends, pulls and a consumer's positions are always answered here; RocketMQ
+    // v2's calls when the process serves them (its consume side may leave a request to
+    // the Python server).
+    let always = matches!(
+        path,
+        SEND | SEND_BATCHES | PULL | QUEUE_OFFSETS | FETCH_OFFSETS
+    );
     let served = always
         || match path {
             ROCKETMQ_SEND => context.rocketmq_enabled,
@@ -263,6 +270,8 @@ async fn route(context: &Context, request: Request<Incoming>, peer: SocketAddr) 
                     .pull(&message, grpc::timeout(&parts.headers))
                     .await,
             ),
+            QUEUE_OFFSETS => Outcome::Answer(context.shard.queue_offsets(&message)),
+            FETCH_OFFSETS => Outcome::Answer(context.shard.fetch_offsets(&message)),
             ROCKETMQ_SEND => Outcome::Answer(context.rocketmq.send(message, peer).await),
             _ => consume(context, path, &message, &parts.headers).await,
         },

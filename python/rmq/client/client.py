@@ -95,10 +95,11 @@ class Client:
         raw = self.call_bytes(what, endpoint, method, request.SerializeToString())
         return answer.FromString(raw)
 
-    def call_all(self, calls: list[tuple[str, str, str, Message]], answer: type[M]) -> list[M]:
-        """``call`` for each (what, endpoint, method, request), all in flight at once: one
-        round trip for all of them rather than one each. A call that failed is made again
-        through ``call``, which retries and raises as a lone call does."""
+    def call_all_bytes(self, calls: list[tuple[str, str, str, bytes]]) -> list[bytes]:
+        """``call_bytes`` for each (what, endpoint, method, request), all in flight at
+        once: one round trip for all of them (of any methods) rather than one each. A call
+        that failed is made again through ``call_bytes``, which retries and raises as a
+        lone call does."""
         done = threading.Condition()
         pending = [len(calls)]
 
@@ -108,9 +109,7 @@ class Client:
                 done.notify_all()
 
         started = [
-            self.transport.start(
-                endpoint, method, request.SerializeToString(), ended, timeout=self.timeout
-            )
+            self.transport.start(endpoint, method, request, ended, timeout=self.timeout)
             for _, endpoint, method, request in calls
         ]
         with done:
@@ -120,10 +119,10 @@ class Client:
         answers = []
         for call, (what, endpoint, method, request) in zip(started, calls, strict=True):
             if call.done() and call.error is None:
-                answers.append(answer.FromString(call.result()))
+                answers.append(call.result())
             else:
                 call.cancel()
-                answers.append(self.call(what, endpoint, method, request, answer))
+                answers.append(self.call_bytes(what, endpoint, method, request))
         return answers
 
     def _admin(self, what: str, name: str, request: Message, answer: type[M]) -> M:

@@ -53,8 +53,9 @@ class Connection(Protocol):
         with the token and timeout, retried while retryable."""
         ...
 
-    def call_all(self, calls: list[tuple[str, str, str, Message]], answer: type[M]) -> list[M]:
-        """``call`` for each (what, endpoint, method, request), all in flight at once."""
+    def call_all_bytes(self, calls: list[tuple[str, str, str, bytes]]) -> list[bytes]:
+        """``call_bytes`` for each (what, endpoint, method, request), all in flight at
+        once (calls of any methods in one round trip)."""
         ...
 
     def call_bytes(

@@ -54,8 +54,8 @@ _COMMIT_OFFSETS = method_path("Shard", "CommitOffsets")
 
 class _Queue:
     __slots__ = (
-        "buffer", "call", "committed", "delivered", "failed", "fetch", "paused_until",
-        "queue_id", "reset_from",
+        "buffered", "call", "committed", "delivered", "failed", "fetch", "head",
+        "paused_until", "pulled", "queue_id", "reset_from",
     )  # fmt: skip
 
     def __init__(self, queue_id: int) -> None:
@@ -63,13 +63,42 @@ class _Queue:
         self.fetch = -1  # next offset to pull; -1 until positioned
         self.delivered = -1  # offset after the last message handed out
         self.committed = -1
-        self.buffer: deque[ReceivedMessage] = deque()
+        # What pulls brought and is not handed out yet: their lists as they came (handed
+        # out by slices, not one message at a time), ``head`` of the first already gone.
+        self.pulled: deque[list[ReceivedMessage]] = deque()
+        self.head = 0
+        self.buffered = 0
         self.call: PendingCall | None = None
         self.paused_until = 0.0
         self.reset_from = -1  # offset a pull found out of range, to be repositioned
         # A pull that read ahead and failed: (offset, (code, message), resume_offset),
         # acted on once the buffer before it is handed out.
         self.failed: tuple[int, tuple[int, str], int | None] | None = None
+
+    def keep(self, messages: list[ReceivedMessage]) -> None:
+        if messages:
+            self.pulled.append(messages)
+            self.buffered += len(messages)
+
+    def take(self, count: int, out: list[ReceivedMessage]) -> None:
+        """Move up to ``count`` buffered messages, in order, to ``out``."""
+        while count > 0 and self.pulled:
+            first, head = self.pulled[0], self.head
+            left = len(first) - head
+            if left <= count:
+                out += first[head:] if head else first
+                self.pulled.popleft()
+                self.head = 0
+            else:
+                left = count
+                out += first[head : head + left]
+                self.head = head + left
+            self.buffered -= left
+            count -= left
+
+    def drop_buffered(self) -> None:
+        self.pulled.clear()
+        self.head = self.buffered = 0
 
 
 class Consumer:
@@ -132,43 +161,45 @@ class Consumer:
 
     def _position(self) -> None:
         """Start each queue at the group's committed offset, or at ``start``: the
-        committed offsets asked of every shard at once, then the ends of the queues with
-        none, all at once (a round trip each, not one per queue)."""
+        committed offsets (one call per shard) and every queue's bounds asked all at once,
+        one round trip in all. Asking the bounds only of the queues without a committed
+        offset took a second round trip, through the shards' Python servers: 3-35 ms of a
+        50k-message read's 30-90 ms (8 queues, 2 shards)."""
         by_endpoint: dict[str, list[int]] = {}
         for queue_id in self._queues:
             by_endpoint.setdefault(self._endpoint(queue_id), []).append(queue_id)
-        fetched = self._client.call_all(
-            [
-                (
-                    f"fetch offsets of {self.group}",
-                    endpoint,
-                    _FETCH_OFFSETS,
-                    pb.FetchOffsetsRequest(group=self.group, topic=self.topic, queue_ids=ids),
-                )
-                for endpoint, ids in by_endpoint.items()
-            ],
-            pb.FetchOffsetsResponse,
-        )
-        committed = {entry.queue_id: entry.offset for a in fetched for entry in a.offsets}
-        fresh = [queue_id for queue_id in self._queues if queue_id not in committed]
-        ends = self._client.call_all(
-            [
-                (
-                    f"QueueOffsets {self.topic}/{queue_id}",
-                    self._endpoint(queue_id),
-                    _QUEUE_OFFSETS,
-                    pb.QueueOffsetsRequest(topic=self.topic, queue_id=queue_id),
-                )
-                for queue_id in fresh
-            ],
-            pb.QueueOffsetsResponse,
-        )
-        for queue_id, offset in committed.items():
-            if queue_id in self._queues:
-                state = self._queues[queue_id]
-                state.fetch = state.delivered = state.committed = offset
-        for queue_id, end in zip(fresh, ends, strict=True):
+        fetches = [
+            (
+                f"fetch offsets of {self.group}",
+                endpoint,
+                _FETCH_OFFSETS,
+                pb.FetchOffsetsRequest(
+                    group=self.group, topic=self.topic, queue_ids=ids
+                ).SerializeToString(),
+            )
+            for endpoint, ids in by_endpoint.items()
+        ]
+        bounds = [
+            (
+                f"QueueOffsets {self.topic}/{queue_id}",
+                self._endpoint(queue_id),
+                _QUEUE_OFFSETS,
+                pb.QueueOffsetsRequest(topic=self.topic, queue_id=queue_id).SerializeToString(),
+            )
+            for queue_id in self._queues
+        ]
+        answers = self._client.call_all_bytes(fetches + bounds)
+        committed = {
+            entry.queue_id: entry.offset
+            for raw in answers[: len(fetches)]
+            for entry in pb.FetchOffsetsResponse.FromString(raw).offsets
+        }
+        for queue_id, raw in zip(self._queues, answers[len(fetches) :], strict=True):
             state = self._queues[queue_id]
+            if queue_id in committed:
+                state.fetch = state.delivered = state.committed = committed[queue_id]
+                continue
+            end = pb.QueueOffsetsResponse.FromString(raw)
             start = end.min_offset if self._start == "earliest" else end.max_offset
             state.fetch = state.delivered = start
         self._positioned = True
@@ -187,7 +218,7 @@ class Consumer:
             if state.call is not None:
                 state.call.cancel()
                 state.call = None
-            state.buffer.clear()
+            state.drop_buffered()
             state.failed = None
             state.fetch = state.delivered = offset
 
@@ -227,13 +258,12 @@ class Consumer:
         start = self._next_queue % len(order) if order else 0
         self._next_queue += 1
         for state in order[start:] + order[:start]:
-            take = min(len(state.buffer), self._max_poll - len(out))
+            take = min(state.buffered, self._max_poll - len(out))
             if take <= 0:
                 continue
-            buffer = state.buffer
-            out.extend([buffer.popleft() for _ in range(take)])
+            state.take(take, out)
             state.delivered = out[-1].queue_offset + 1
-            if not buffer and state.failed is not None:
+            if not state.buffered and state.failed is not None:
                 offset, error, resume_offset = state.failed
                 state.failed = None
                 self._failed(state, offset, error, resume_offset)
@@ -250,7 +280,7 @@ class Consumer:
         for state in self._queues.values():
             if (
                 state.call is not None
-                or len(state.buffer) > self._max_messages
+                or state.buffered > self._max_messages
                 or state.failed is not None
                 or now < state.paused_until
             ):
@@ -292,7 +322,7 @@ class Consumer:
                 return  # cancelled by seek or close
             state.call = None
             if call.error is not None:
-                if state.buffer:  # it read ahead: the messages before it go out first
+                if state.buffered:  # it read ahead: the messages before it go out first
                     state.failed = (offset, call.error, call.resume_offset)
                 else:
                     self._failed(state, offset, call.error, call.resume_offset)
@@ -300,7 +330,7 @@ class Consumer:
                 return
             if state.fetch == offset:
                 messages, state.fetch, _, _ = decode_pull_response(call)
-                state.buffer.extend(messages)
+                state.keep(messages)
             self._cond.notify_all()
 
     def _failed(
