@@ -286,7 +286,7 @@ impl ObjectClient {
         }
     }
 
-    /// `get_recorded_blocks` in the background, each receive buffer's blocks handed to
+    /// `get_recorded_blocks` in the background, each block handed to
     /// `on` as soon as they arrive (`recorded_get::get_blocks_as_they_arrive`), then
     /// whether the whole body did (false on any failure: read-ahead, a reader that wants
     /// the blocks not handed over fetches them itself and sees why).

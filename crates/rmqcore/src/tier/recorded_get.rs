@@ -95,9 +95,9 @@ pub(super) async fn get_blocks(
     Ok(checked.map(|()| blocks))
 }
 
-/// `get_blocks`, each receive buffer's blocks handed to `arrived` as soon as the buffer
-/// is full (in the body's order; the last buffer's at the body's end), so that a reader
-/// waiting for the first blocks of a large GET need not wait for all of it. What
+/// `get_blocks`, each block handed to `arrived` as soon as it is whole (in the body's
+/// order; the last one at the body's end), so that a reader waiting for the first blocks
+/// of a large GET need not wait for all of it. What
 /// `arrived` was handed is the object's bytes whatever happens to the rest of the body:
 /// the GET's answer was checked against the record first, and the HTTP client checks that
 /// it answers the range asked for.
@@ -122,11 +122,13 @@ pub(super) async fn get_blocks_as_they_arrive(
 /// A GET's body of about `length` bytes, as it arrives, copied into receive buffers
 /// (`receive_buffers.rs`) and cut into `block`-byte blocks (the last shorter at the
 /// body's end), each a slice of one buffer: every buffer but the body's last holds whole
-/// blocks, handed to `arrived` once full. Each piece the HTTP client hands over is
-/// dropped once copied, so that it reads the socket into the same memory again. Each
-/// block names its buffer, so that the cache counts the buffer's bytes for as long as any
-/// block of it is cached. A body cut short is an error; the buffer it was filling is
-/// dropped.
+/// blocks. Each block is handed to `arrived` as soon as it is whole (those a piece of the
+/// body completes together, in one call), not when its whole buffer is: a reader that
+/// caught up with a GET waits for its own block, not for the 2 MiB holding it. Each piece
+/// the HTTP client hands over is dropped once copied, so that it reads the socket into
+/// the same memory again. Each block names its buffer, so that the cache counts the
+/// buffer's bytes for as long as any block of it is cached. A body cut short is an
+/// error; the part of a block it was filling is dropped.
 pub async fn collect_blocks<S, E>(
     mut body: S,
     length: u64,
@@ -138,40 +140,51 @@ where
     S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
 {
     use futures::StreamExt;
+    let block = block.max(1);
     let mut remaining = length;
-    let mut filling: Option<Filling> = None;
+    let mut filling: Option<(Filling, BufferId)> = None;
     while let Some(piece) = body.next().await {
         let piece = piece?;
         let mut rest = &piece[..];
+        let mut whole = Vec::new();
         while !rest.is_empty() {
-            let current = filling.get_or_insert_with(|| buffers.filling(remaining, block));
+            let (current, buffer) = filling.get_or_insert_with(|| {
+                let filling = buffers.filling(remaining, block);
+                let buffer = BufferId::new(filling.capacity() as u64);
+                (filling, buffer)
+            });
             let copied = current.push(rest);
             rest = &rest[copied..];
             remaining = remaining.saturating_sub(copied as u64);
+            cut(current.take_filled(block), *buffer, block, &mut whole);
             if current.is_full() {
-                arrived(cut(filling.take(), block));
+                filling = None;
             }
         }
+        if !whole.is_empty() {
+            arrived(whole);
+        }
     }
-    if filling.is_some() {
-        arrived(cut(filling, block));
+    if let Some((mut last, buffer)) = filling {
+        let mut tail = Vec::new();
+        cut(last.take_filled(0), buffer, block, &mut tail);
+        if !tail.is_empty() {
+            arrived(tail);
+        }
     }
     Ok(())
 }
 
-/// The blocks of a filled buffer.
-fn cut(filling: Option<Filling>, block: usize) -> Vec<FetchedBlock> {
-    let Some(filling) = filling else {
-        return Vec::new();
+/// `bytes` of the buffer `buffer`, cut into blocks of `block` bytes (the last shorter)
+/// added to `blocks`.
+fn cut(bytes: Option<Bytes>, buffer: BufferId, block: usize, blocks: &mut Vec<FetchedBlock>) {
+    let Some(mut bytes) = bytes else {
+        return;
     };
-    let buffer = BufferId::new(filling.capacity() as u64);
-    let mut bytes = filling.freeze();
-    let mut blocks = Vec::with_capacity(bytes.len().div_ceil(block.max(1)));
     while !bytes.is_empty() {
         let take = block.min(bytes.len());
         blocks.push(FetchedBlock::within(bytes.split_to(take), buffer));
     }
-    blocks
 }
 
 #[cfg(test)]
@@ -285,28 +298,42 @@ mod tests {
     }
 
     #[test]
-    fn each_full_buffer_is_handed_over_as_it_fills() {
+    fn each_block_is_handed_over_as_soon_as_it_is_whole() {
         let buffers = ReceiveBuffers::new();
         let block = 64 << 10;
         let length = 2 * RECEIVE_BUFFER_BYTES + 5;
         let body: Vec<u8> = (0..length as u32).map(|i| (i % 253) as u8).collect();
+        let piece = 300_000;
         let pieces: Vec<Result<Bytes, &'static str>> = body
-            .chunks(300_000)
+            .chunks(piece)
             .map(|piece| Ok(Bytes::copy_from_slice(piece)))
             .collect();
+        let count = pieces.len();
         let arrivals = collect_arrivals(pieces, length as u64, block, &buffers).unwrap();
-        let per_buffer = RECEIVE_BUFFER_BYTES / block;
-        let counts: Vec<usize> = arrivals.iter().map(Vec::len).collect();
-        assert_eq!(counts, vec![per_buffer, per_buffer, 1]);
+        // One handing per piece (each completes a block), with every block it completed,
+        // then the body's last 5 bytes.
+        assert_eq!(arrivals.len(), count + 1);
+        let mut handed = 0;
+        for (k, arrival) in arrivals[..count].iter().enumerate() {
+            handed += arrival.len();
+            let received = ((k + 1) * piece).min(length);
+            assert_eq!(handed, received / block, "after piece {k}");
+        }
+        let tail: Vec<usize> = arrivals[count].iter().map(FetchedBlock::len).collect();
+        assert_eq!(tail, [5]);
         assert_eq!(joined(&arrivals.concat()), body);
     }
 
     #[test]
-    fn a_body_cut_short_hands_over_its_full_buffers_only() {
+    fn a_body_cut_short_hands_over_its_whole_blocks_only() {
         let buffers = ReceiveBuffers::new();
         let block = 64 << 10;
-        let body = vec![7u8; RECEIVE_BUFFER_BYTES + 1000];
-        let pieces = vec![Ok(Bytes::copy_from_slice(&body)), Err("cut")];
+        let body = vec![7u8; RECEIVE_BUFFER_BYTES + 101_000];
+        let pieces = vec![
+            Ok(Bytes::copy_from_slice(&body[..RECEIVE_BUFFER_BYTES + 1000])),
+            Ok(Bytes::copy_from_slice(&body[RECEIVE_BUFFER_BYTES + 1000..])),
+            Err("cut"),
+        ];
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
@@ -319,12 +346,13 @@ mod tests {
             |blocks| arrived.extend(blocks),
         ));
         assert_eq!(outcome, Err("cut"));
+        let whole = RECEIVE_BUFFER_BYTES / block + 1;
         assert_eq!(
             arrived.len(),
-            RECEIVE_BUFFER_BYTES / block,
-            "the full buffer's blocks"
+            whole,
+            "the whole blocks, not the part after them"
         );
-        assert_eq!(joined(&arrived), body[..RECEIVE_BUFFER_BYTES]);
+        assert_eq!(joined(&arrived), body[..whole * block]);
     }
 
     #[test]
