@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from rmq.client import AuthenticationError, BrokerUnavailableError, Client, SendFuture
+from rmq.client.messages import TopicRoute
 from rmq.cluster.local import LocalBroker
 
 from tests.support.brokers import Brokers
@@ -48,6 +49,40 @@ def test_callbacks_of_a_queue_run_in_the_order_of_its_sends(client: Client) -> N
         offsets = [offset for index, offset in done if index % 2 == queue_id]
         assert indexes == sorted(indexes)
         assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+
+
+class RouteCountingClient(Client):
+    """A client that counts the route lookups that ask the route service."""
+
+    asked = 0
+
+    def route(self, topic: str, *, refresh: bool = False) -> TopicRoute:
+        if refresh or topic not in self._routes:
+            self.asked += 1
+        return super().route(topic, refresh=refresh)
+
+
+def test_a_topic_the_client_created_is_sent_to_without_asking_its_route(client: Client) -> None:
+    counting = RouteCountingClient(client.endpoint)
+    try:
+        counting.create_topic("created_here", queues=2)
+        with counting.producer() as producer:
+            assert producer.send_sync("created_here", b"x", queue_id=1).queue_id == 1
+        assert counting.asked == 0
+    finally:
+        counting.close()
+
+
+def test_a_queue_missing_from_a_cached_route_is_asked_about_again(client: Client) -> None:
+    client.create_topic("grown", queues=2)
+    other = Client(client.endpoint)
+    try:
+        other.create_topic("grown", queues=4)  # the first client's route is stale now
+    finally:
+        other.close()
+    with client.producer() as producer:
+        result = producer.send_sync("grown", b"to a new queue", queue_id=3)
+    assert (result.topic, result.queue_id) == ("grown", 3)
 
 
 def test_the_token_goes_with_every_batch(brokers: Brokers) -> None:

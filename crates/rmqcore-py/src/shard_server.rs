@@ -134,6 +134,13 @@ impl PyShardServer {
         self.shard.host_topic(topic, shards);
     }
 
+    /// Create the files of this process's queues of `topic` from `first_queue` on that
+    /// their first put would create, so the data plane does not (a topic just created
+    /// or grown); without the GIL.
+    fn prepare_queues(&self, py: Python<'_>, topic: &str, first_queue: i32) {
+        py.detach(|| self.shard.prepare_queues(topic, first_queue));
+    }
+
     fn drop_topic(&self, topic: &str) {
         self.shard.drop_topic(topic);
     }

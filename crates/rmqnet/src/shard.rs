@@ -65,6 +65,18 @@ impl Shard {
         layouts.insert(topic.to_owned(), shards);
     }
 
+    /// Create the files of this process's queues of `topic` from `first_queue` on that
+    /// their first put would create (`Store::prepare_queue`): a new topic's queues then
+    /// cost their first batch no file creation on the data plane. A queue that cannot be
+    /// prepared is left as it is: its first put creates its files, or says why not.
+    pub fn prepare_queues(&self, topic: &str, first_queue: i32) {
+        for (queue_id, store) in self.local_queues(topic).unwrap_or_default() {
+            if queue_id >= first_queue {
+                let _ = store.prepare_queue(topic, queue_id);
+            }
+        }
+    }
+
     pub fn drop_topic(&self, topic: &str) {
         let mut layouts = self.layouts.write().unwrap_or_else(|p| p.into_inner());
         layouts.remove(topic);

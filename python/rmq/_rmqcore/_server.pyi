@@ -39,6 +39,9 @@ class ShardServer:
     def port(self) -> int: ...
     def host_topic(self, topic: str, shards: Sequence[int]) -> None:
         """Queue ``i`` of ``topic`` lives in shard directory ``shards[i]``."""
+    def prepare_queues(self, topic: str, first_queue: int) -> None:
+        """Create the files of this process's queues of ``topic`` from ``first_queue`` on
+        that their first send would create (a topic just created or grown)."""
     def drop_topic(self, topic: str) -> None: ...
     def notify(self, topic: str, queue_id: int) -> None:
         """Wake the pulls waiting on this queue (a send through the Python path)."""

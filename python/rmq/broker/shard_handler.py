@@ -84,9 +84,14 @@ class ShardHandler:
             if store is not None:
                 store.create_topic(topic, len(shards))
         with self._lock:
+            known = len(self._layouts.get(topic, ()))
             self._layouts[topic] = tuple(shards)
         if self._native is not None:
             self._native.host_topic(topic, list(shards))
+            if len(shards) > known:
+                # New queues (a topic created or grown): their files now, not on the
+                # data plane at their first send.
+                self._native.prepare_queues(topic, known)
 
     def drop_topic(self, topic: str) -> None:
         check_topic(topic)

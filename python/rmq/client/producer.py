@@ -160,16 +160,24 @@ class Producer(ProducerCore):
 
     def _run_routes(self) -> None:
         """Look up the routes the core asks for (a topic it has not sent to, or whose
-        shard refused a batch in a way that may mean the route changed) and push them in."""
+        shard refused a batch in a way that may mean the route changed) and push them in.
+
+        A topic's first route is the client's cached one when it has it (the answer of its
+        ``create_topic``, say): asking the supervisor again cost each new topic's first
+        send about a millisecond. A cached route may be stale, so a queue missing from it
+        is asked about again, as is any topic whose route is wanted a second time."""
+        pushed: set[str] = set()
         while (topics := self._routes_wanted()) is not None:
             for topic in topics:
+                fresh = topic in pushed
                 try:
-                    route = self._client.route(topic, refresh=True)
+                    route = self._client.route(topic, refresh=fresh)
                 except Exception as error:
                     retryable = isinstance(error, BrokerError) and is_retryable(error.code)
                     self._route_failed(topic, error, retryable)
                 else:
-                    self._set_route(topic, [queue.endpoint for queue in route.queues])
+                    self._set_route(topic, [queue.endpoint for queue in route.queues], fresh)
+                    pushed.add(topic)
 
 
 __all__ = ["Producer", "SendBatchFuture", "SendFuture"]

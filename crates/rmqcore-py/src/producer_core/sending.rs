@@ -134,10 +134,12 @@ impl PyProducerCore {
         }
     }
 
-    /// A topic's route: the endpoint of each queue's shard, by queue id.
-    fn _set_route(&self, topic: &str, endpoints: Vec<String>) {
+    /// A topic's route: the endpoint of each queue's shard, by queue id; `fresh` when just
+    /// asked of the supervisor (a queue missing from it is missing), not when cached.
+    #[pyo3(signature = (topic, endpoints, fresh = true))]
+    fn _set_route(&self, topic: &str, endpoints: Vec<String>, fresh: bool) {
         lock(&self.route_failures).remove(topic);
-        self.core.set_route(topic, endpoints);
+        self.core.set_route(topic, endpoints, fresh);
     }
 
     /// Looking up `topic`'s route failed with `error`: the sends waiting for it fail with

@@ -319,6 +319,13 @@ impl ConsumeQueue for FileConsumeQueue {
         Ok(())
     }
 
+    fn prepare_first_file(&self) -> Result<()> {
+        if self.segments.is_empty() && self.min_offset() == 0 && self.max_offset() == 0 {
+            self.segment_for_append(0, 0)?;
+        }
+        Ok(())
+    }
+
     fn truncate_from_physical(&self, commitlog_end: i64) -> Result<u64> {
         self.truncate_tail(commitlog_end)
     }

@@ -86,6 +86,12 @@ pub trait ConsumeQueue: Send + Sync + std::fmt::Debug {
         entries: &[CqEntry],
         warmer: Option<&PageWarmer>,
     ) -> Result<()>;
+    /// Create what a new, empty queue's first append would create (the file form: its
+    /// directory and first file, as that append makes them), so that the append does not
+    /// pay for it; nothing for a queue that has entries or files, or a form with none.
+    fn prepare_first_file(&self) -> Result<()> {
+        Ok(())
+    }
     /// Remove the entries of records at or past `commitlog_end`; returns how many.
     fn truncate_from_physical(&self, commitlog_end: i64) -> Result<u64>;
     /// Retention: let go of entries of records below `commitlog_min`; returns how many

@@ -58,6 +58,22 @@ impl Store {
         Ok(())
     }
 
+    /// Create the files of queue `queue_id` of `topic` that its first put would create,
+    /// if it has none yet (a broker does so as it learns of a new queue): their directory
+    /// and file cost that put about 0.3 ms on a shard's data plane (mkdir and create,
+    /// under strace), more than a later 128-message put takes. An empty queue file is
+    /// what a queue has between its file's creation and its first entry.
+    pub fn prepare_queue(&self, topic: &str, queue_id: i32) -> Result<()> {
+        self.check_writable()?;
+        self.validate_written_topic(topic)?;
+        validate_queue_id(queue_id)?;
+        let _writer = self.inner.write_guard();
+        self.inner
+            .queues
+            .get_or_create(topic, queue_id)?
+            .prepare_first_file()
+    }
+
     pub fn delete_topic(&self, topic: &str) -> Result<()> {
         self.check_writable()?;
         self.known_topic(topic)?;

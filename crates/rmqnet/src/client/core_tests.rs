@@ -52,7 +52,7 @@ fn batches_wait_for_a_route_then_go_to_its_endpoints() {
     assert!(groups.is_empty() && failed.is_empty());
     let wanted = core.wanted_routes(std::time::Instant::now());
     assert_eq!(wanted, Some(vec!["t".to_owned()]));
-    core.set_route("t", vec!["a:1".into(), "b:2".into()]);
+    core.set_route("t", vec!["a:1".into(), "b:2".into()], true);
     let due = core.due().expect("the batches are due again");
     let (groups, failed) = core.route(due);
     assert!(failed.is_empty());
@@ -66,7 +66,7 @@ fn a_queue_missing_from_a_fresh_route_fails() {
     let core = core(1);
     let batch = core.push(&key(5), b"a", 1, || 0).ready.expect("full");
     assert!(core.route(vec![batch]).0.is_empty());
-    core.set_route("t", vec!["a:1".into()]);
+    core.set_route("t", vec!["a:1".into()], true);
     let (groups, failed) = core.route(core.due().expect("due"));
     assert!(groups.is_empty());
     let outcome = &failed[0].outcome;
@@ -80,9 +80,27 @@ fn a_queue_missing_from_a_fresh_route_fails() {
 }
 
 #[test]
+fn a_queue_missing_from_a_cached_route_waits_for_a_fresh_one() {
+    let core = core(1);
+    let batch = core.push(&key(5), b"a", 1, || 0).ready.expect("full");
+    assert!(core.route(vec![batch]).0.is_empty());
+    assert!(core.wanted_routes(std::time::Instant::now()).is_some());
+    core.set_route("t", vec!["a:1".into()], false);
+    let (groups, failed) = core.route(core.due().expect("due"));
+    assert!(groups.is_empty() && failed.is_empty(), "parked again");
+    assert_eq!(
+        core.wanted_routes(std::time::Instant::now()),
+        Some(vec!["t".into()])
+    );
+    core.set_route("t", vec!["a:1".into()], true);
+    let (_, failed) = core.route(core.due().expect("due"));
+    assert_eq!(failed.len(), 1, "missing from the fresh route: it fails");
+}
+
+#[test]
 fn a_refused_batch_is_retried_with_a_fresh_route_until_closing() {
     let core = core(1);
-    core.set_route("t", vec!["a:1".into()]);
+    core.set_route("t", vec!["a:1".into()], true);
     let batch = core.push(&key(0), b"a", 1, || 0).ready.expect("full");
     let (mut groups, _) = core.route(vec![batch]);
     let batch = groups.remove(0).1.remove(0);
@@ -93,7 +111,7 @@ fn a_refused_batch_is_retried_with_a_fresh_route_until_closing() {
         groups.is_empty(),
         "a retried batch looks its route up again"
     );
-    core.set_route("t", vec!["a:1".into()]);
+    core.set_route("t", vec!["a:1".into()], true);
     let (mut groups, _) = core.route(core.due().expect("due"));
     let batch = groups.remove(0).1.remove(0);
     assert!(
@@ -109,7 +127,7 @@ fn a_batch_refused_after_a_fresh_route_waits_for_another() {
     let core = core(1);
     let batch = core.push(&key(0), b"a", 1, || 0).ready.expect("full");
     assert!(core.route(vec![batch]).0.is_empty());
-    core.set_route("t", vec!["a:1".into()]);
+    core.set_route("t", vec!["a:1".into()], true);
     let (mut groups, _) = core.route(core.due().expect("due"));
     let batch = groups.remove(0).1.remove(0);
     assert!(core.retry_later(batch).is_ok());

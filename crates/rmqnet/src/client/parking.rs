@@ -56,14 +56,16 @@ impl<O: Clone> Core<O> {
     }
 
     /// A route was learnt: remember it, and make the batches that waited for it due.
-    pub fn set_route(&self, topic: &str, endpoints: Vec<String>) {
+    /// `fresh`: just asked of the supervisor. A batch whose queue is missing from a fresh
+    /// route fails; from one that may be stale (a cached one), it waits for a fresh one.
+    pub fn set_route(&self, topic: &str, endpoints: Vec<String>, fresh: bool) {
         self.update(|state| {
             state.routes.set(topic, endpoints);
             state.wanted.remove(topic);
             let now = Instant::now();
             for mut batch in take_topic(&mut state.unrouted, topic) {
                 batch.refresh_route = false;
-                batch.route_fresh = true;
+                batch.route_fresh = fresh;
                 state.retries.insert(batch.key(), (batch, now));
             }
         });

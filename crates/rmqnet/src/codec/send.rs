@@ -39,7 +39,13 @@ pub fn decode_request(raw: &[u8]) -> Result<DecodedRequest<'_>, Malformed> {
             (request::TOPIC, WireValue::Bytes(bytes)) => topic = utf8(bytes)?,
             (request::QUEUE_ID, WireValue::Varint(value)) => queue_id = value as i32,
             (request::SEQUENCE, WireValue::Varint(value)) => sequence = value,
-            (request::MESSAGES, WireValue::Bytes(bytes)) => messages.push(decode_message(bytes)?),
+            (request::MESSAGES, WireValue::Bytes(bytes)) => {
+                // Decoded in place: a draft returned by value was copied once more
+                // (about 150 bytes by a memcpy call; 60 instructions per message).
+                messages.push(MessageDraft::default());
+                let draft = messages.last_mut().expect("just pushed");
+                decode_message(bytes, draft)?
+            }
             (request::TOPIC | request::QUEUE_ID | request::SEQUENCE | request::MESSAGES, _) => {
                 return Err(WRONG_WIRE_TYPE)
             }
@@ -63,9 +69,8 @@ fn count_messages(raw: &[u8]) -> usize {
     count
 }
 
-/// One `Message`.
-fn decode_message(bytes: &[u8]) -> Result<MessageDraft<'_>, Malformed> {
-    let mut draft = MessageDraft::default();
+/// One `Message`, into `draft` (a default one).
+fn decode_message<'a>(bytes: &'a [u8], draft: &mut MessageDraft<'a>) -> Result<(), Malformed> {
     let mut reader = WireReader::new(bytes);
     while let Some((field, value)) = reader.next_field().ok_or(NOT_PROTOBUF)? {
         match (field, value) {
@@ -95,7 +100,7 @@ fn decode_message(bytes: &[u8]) -> Result<MessageDraft<'_>, Malformed> {
             _ => {}
         }
     }
-    Ok(draft)
+    Ok(())
 }
 
 fn decode_map_entry(entry: &[u8]) -> Result<(&str, &str), Malformed> {
@@ -114,6 +119,13 @@ fn decode_map_entry(entry: &[u8]) -> Result<(&str, &str), Malformed> {
 }
 
 fn utf8(bytes: &[u8]) -> Result<&str, Malformed> {
+    // Tags and keys are mostly ASCII, which a word-wide check confirms in a few
+    // instructions: `from_utf8` took about 100 per short string (callgrind), a fifth of
+    // the decode of a 100-byte message with a tag and a key.
+    if bytes.is_ascii() {
+        // SAFETY: ASCII bytes are valid UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
     std::str::from_utf8(bytes).map_err(|_| NOT_UTF8)
 }
 
@@ -219,6 +231,7 @@ mod tests {
         put_varint(&mut first, 1_700_000_000_000);
         let mut second = Vec::new();
         put_bytes_field(&mut second, message::BODY, b"");
+        put_bytes_field(&mut second, message::KEYS, "ключ".as_bytes());
         put_tag(&mut second, message::BORN_TIMESTAMP, WIRE_VARINT);
         put_varint(&mut second, 0);
         let raw = request(&[first, second]);
@@ -251,11 +264,12 @@ mod tests {
             (one.flag, one.born_timestamp, one.born_host),
             (4, Some(1_700_000_000_000), None)
         );
-        // A born timestamp of 0 is "not given".
+        // A born timestamp of 0 is "not given"; a key past ASCII is read as UTF-8.
         assert_eq!(
             (two.body, two.born_timestamp, two.tags.is_none()),
             (&b""[..], None, true)
         );
+        assert!(matches!(two.keys[..], [Cow::Borrowed("ключ")]));
     }
 
     #[test]
