@@ -53,15 +53,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--buffer-bytes",
         type=int,
-        default=1 << 20,
+        default=4 << 20,
         help="bytes sent and not yet answered before sending waits; bounds latency "
-        "(default: 1 MiB)",
+        "(default: 4 MiB)",
     )
     parser.add_argument(
         "--buffer-messages",
         type=int,
-        default=2048,
-        help="messages sent and not yet answered before sending waits (default: 2048)",
+        default=8192,
+        help="messages sent and not yet answered before sending waits (default: 8192)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_connection_arguments(parser)
