@@ -50,9 +50,12 @@ MAX_BACKOFF = 10.0
 # How often a serving shard process is asked whether it serves (the gRPC health check),
 # how long its answer may take, and how many probes in a row may go unanswered before it
 # is killed (and restarted like one that died). Generous: a shard busy on a loaded
-# machine is slow, not dead; one stopped, deadlocked or wedged answers nothing.
+# machine is slow, not dead, and the check waits for one of the shard's gRPC workers,
+# which RocketMQ v2 long-polling receives hold up to 30 s each (rocketmq.shard_backend):
+# about 36 s without any answer is needed. One stopped, deadlocked or wedged answers
+# nothing.
 PROBE_INTERVAL = 2.0
-PROBE_TIMEOUT = 5.0
+PROBE_TIMEOUT = 10.0
 UNANSWERED_PROBES = 3
 # How often the monitor looks at its processes, and how long a stop waits for a round of
 # it to finish (it may be waiting on a shard's answer) before stopping the processes.
