@@ -174,6 +174,9 @@ class ShardProcess:
 
     def terminate(self) -> None:
         if self._popen is not None and self._popen.poll() is None:
+            # A stopped process (SIGSTOP, a debugger) would hold SIGTERM pending for ever;
+            # continued first, it gets SIGTERM as a running process does.
+            self._popen.send_signal(signal.SIGCONT)
             self._popen.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:

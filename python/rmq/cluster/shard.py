@@ -300,7 +300,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         publisher.start()
 
-    stop.wait()
+    # Woken now and then: a signal that the kernel gave another thread (as it may to a
+    # process stopped and continued) only sets a flag the main thread reads when it runs.
+    while not stop.wait(0.5):
+        pass
     log.info("stopping")
     if publisher is not None:
         publisher.join()

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from google.protobuf.message import Message
 
 from rmq import errors
+from rmq._rmqcore import PendingCall
 from rmq.client.credentials import Credentials
 from rmq.client.transport import method_path, open_transport
 from rmq.proto.v1 import broker_pb2 as pb
@@ -24,6 +25,7 @@ from rmq.proto.v1 import broker_pb2 as pb
 log = logging.getLogger("rmq.supervisor")
 
 ADMIN_TIMEOUT = 30.0
+HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 
 
 def host_topic_request(topic: str, layout: Sequence[int]) -> pb.HostTopicRequest:
@@ -67,6 +69,15 @@ class ShardAdmin:
             raise errors.StoreClosedError(str(error)) from error
         return answer.FromString(raw)
 
+    def probe(self, process: int, timeout: float) -> PendingCall:
+        """Start the standard health check of process ``process`` (its empty request asks
+        about the whole server), bounded by ``timeout``; the answer is not waited for.
+        Its ``result()`` raises if the process did not answer in time."""
+        endpoint = self._endpoints.get(process)
+        if endpoint is None:
+            raise errors.StoreClosedError(f"shard process {process} is not running")
+        return self._transport.start(endpoint, HEALTH_CHECK, b"", _ignore, timeout=timeout)
+
     def host_topic(self, processes: Sequence[int], topic: str, layout: Sequence[int]) -> None:
         """Tell each of ``processes`` about ``topic``; one that is not reachable is
         skipped with a warning (a process that (re)starts reads routes.json itself, and
@@ -92,3 +103,8 @@ class ShardAdmin:
         response = self.call(process, "QueueOffsets", request, pb.QueueOffsetsResponse)
         assert isinstance(response, pb.QueueOffsetsResponse)
         return response.min_offset, response.max_offset
+
+
+def _ignore(_call: PendingCall) -> None:
+    """A probe's answer is read by the monitor's next round, not on the transport's
+    thread."""

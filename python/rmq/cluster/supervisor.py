@@ -24,6 +24,7 @@ import time
 from typing import IO
 
 from rmq import errors
+from rmq._rmqcore import PendingCall
 from rmq.broker.route_handler import ProcessInfo
 from rmq.client.credentials import Credentials
 from rmq.cluster.config import ServeConfig
@@ -46,6 +47,20 @@ STOP_TIMEOUT = 20.0
 STABLE_AFTER = 10.0
 MIN_BACKOFF = 0.2
 MAX_BACKOFF = 10.0
+# How often a serving shard process is asked whether it serves (the gRPC health check),
+# how long its answer may take, and how many probes in a row may go unanswered before it
+# is killed (and restarted like one that died). Generous: a shard busy on a loaded
+# machine is slow, not dead, and the check waits for one of the shard's gRPC workers,
+# which RocketMQ v2 long-polling receives hold up to 30 s each (rocketmq.shard_backend):
+# about 36 s without any answer is needed. One stopped, deadlocked or wedged answers
+# nothing.
+PROBE_INTERVAL = 2.0
+PROBE_TIMEOUT = 10.0
+UNANSWERED_PROBES = 3
+# How often the monitor looks at its processes, and how long a stop waits for a round of
+# it to finish (it may be waiting on a shard's answer) before stopping the processes.
+TICK = 0.1
+MONITOR_STOP_WAIT = 2.0
 
 
 class State(enum.Enum):
@@ -63,11 +78,17 @@ class _Slot:
         self.state = State.STOPPED
         self.restart_at = 0.0
         self.backoff = MIN_BACKOFF
+        self.probe: PendingCall | None = None
+        self.probe_at = 0.0
+        self.unanswered = 0
 
 
 class Supervisor:
     """Runs the shard processes and, once they serve, the Route service. The monitor
-    thread is the only one that starts and stops processes."""
+    thread (the caller of ``start`` while starting, then its own thread) is the only one
+    that starts processes; ``stop`` stops them. The thread that called
+    ``run_until_stopped`` only waits for a stop request, so that one is honoured at once
+    whatever the monitor is waiting for."""
 
     def __init__(self, config: ServeConfig) -> None:
         if config.shards < 1:
@@ -75,6 +96,9 @@ class Supervisor:
         self.config = config
         self._data_dir = config.data_dir.resolve()
         self._stop = threading.Event()
+        # Held while a process is spawned: once ``stop`` took it, none is spawned again.
+        self._spawning = threading.Lock()
+        self._monitor: threading.Thread | None = None
         self._lock_file: IO[str] | None = None
         self._slots: list[_Slot] = []
         self._routes = RouteTable(self._data_dir / FILE_NAME)
@@ -242,8 +266,13 @@ class Supervisor:
         write_json_atomically(self._data_dir / STATE_FILE, state)
 
     def _spawn(self, slot: _Slot) -> None:
-        slot.process.spawn()
-        slot.state = State.STARTING
+        with self._spawning:
+            if self._stop.is_set():
+                return
+            slot.process.spawn()
+            slot.state = State.STARTING
+            slot.probe = None
+            slot.unanswered = 0
 
     def _tick(self, initial: bool = False) -> None:
         """One round of the monitor: notice ready, dead and due-to-restart processes."""
@@ -261,6 +290,7 @@ class Supervisor:
                     except errors.RmqError as error:
                         log.warning("shard process %d: %s", process.index, error)
                     slot.state = State.SERVING
+                    slot.probe_at = time.monotonic() + PROBE_INTERVAL
                     changed = True
                     log.info(
                         "shard process %d (pid %d) serves on %s",
@@ -287,6 +317,8 @@ class Supervisor:
             elif slot.state is State.SERVING and process.exit_code() is not None:
                 self._schedule_restart(slot, now)
                 changed = True
+            elif slot.state is State.SERVING:
+                self._probe(slot, now)
             elif slot.state is State.WAITING and now >= slot.restart_at:
                 log.info("restarting shard process %d", process.index)
                 self._spawn(slot)
@@ -294,6 +326,46 @@ class Supervisor:
         if changed and not initial:
             self._update_shard_health()
             self._write_state()
+
+    def _probe(self, slot: _Slot, now: float) -> None:
+        """Ask a serving process whether it serves, without waiting for the answer: it is
+        read on a later round. One that leaves ``UNANSWERED_PROBES`` probes in a row
+        unanswered is killed; the next round restarts it as one that died."""
+        if slot.probe is None:
+            if now >= slot.probe_at:
+                try:
+                    slot.probe = self._admin.probe(slot.process.index, PROBE_TIMEOUT)
+                except errors.RmqError as error:
+                    log.warning("shard process %d: %s", slot.process.index, error)
+                    slot.probe_at = now + PROBE_INTERVAL
+            return
+        if not slot.probe.done():
+            return
+        call, slot.probe = slot.probe, None
+        slot.probe_at = now + PROBE_INTERVAL
+        try:
+            call.result()
+        except errors.RmqError as error:
+            slot.unanswered += 1
+            log.warning(
+                "shard process %d (pid %d) did not answer its health check (%d of %d): %s",
+                slot.process.index,
+                slot.process.pid,
+                slot.unanswered,
+                UNANSWERED_PROBES,
+                error,
+            )
+            if slot.unanswered >= UNANSWERED_PROBES:
+                log.error(
+                    "shard process %d (pid %d) did not answer %d health checks in a row; "
+                    "killing it",
+                    slot.process.index,
+                    slot.process.pid,
+                    slot.unanswered,
+                )
+                slot.process.kill()
+        else:
+            slot.unanswered = 0
 
     def _schedule_restart(self, slot: _Slot, now: float) -> None:
         process = slot.process
@@ -311,8 +383,20 @@ class Supervisor:
         )
 
     def run_until_stopped(self) -> None:
-        while not self._stop.wait(0.1):
-            self._tick()
+        """Supervise from the monitor thread until a stop is requested; this thread only
+        waits for that (a signal handler runs on it)."""
+        # A daemon: one stuck in a call that never returns does not keep the process alive.
+        self._monitor = threading.Thread(target=self._monitor_loop, name="rmq-monitor", daemon=True)
+        self._monitor.start()
+        while not self._stop.wait(TICK):
+            pass
+
+    def _monitor_loop(self) -> None:
+        while not self._stop.wait(TICK):
+            try:
+                self._tick()
+            except Exception:
+                log.exception("supervising the shard processes failed; trying again")
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -320,6 +404,15 @@ class Supervisor:
     def stop(self) -> None:
         """Stop serving routes, then each shard process (SIGTERM, then SIGKILL)."""
         self._stop.set()
+        if self._monitor is not None:
+            self._monitor.join(MONITOR_STOP_WAIT)
+            if self._monitor.is_alive():
+                log.warning("the monitor is still waiting on a shard process; stopping anyway")
+        # A spawn under way ends before the processes are stopped; none starts after.
+        if self._spawning.acquire(timeout=MONITOR_STOP_WAIT):
+            self._spawning.release()
+        else:
+            log.warning("a shard process is still being started; stopping anyway")
         started = self._doors.bound or any(slot.process.pid for slot in self._slots)
         self._doors.stop()
         for slot in self._slots:
