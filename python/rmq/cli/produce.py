@@ -53,15 +53,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--buffer-bytes",
         type=int,
-        default=4 << 20,
+        default=1 << 20,
         help="bytes sent and not yet answered before sending waits; bounds latency "
-        "(default: 4 MiB)",
+        "(default: 1 MiB)",
     )
     parser.add_argument(
         "--buffer-messages",
         type=int,
-        default=8192,
-        help="messages sent and not yet answered before sending waits (default: 8192)",
+        default=2048,
+        help="messages sent and not yet answered before sending waits (default: 2048)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_connection_arguments(parser)

@@ -37,10 +37,9 @@ class Producer(ProducerCore):
     unavailable.
 
     The buffer limits bound a send's latency when the application sends faster than the
-    broker stores: a message waits behind at most that much. The defaults (4 MiB, 8,192
-    messages) keep it to tens of milliseconds on loopback while leaving every queue
-    batches in flight and more filling; lower them when latency matters more than
-    throughput, raise them for a bulk load.
+    broker stores: a message waits behind at most that much. The defaults (1 MiB, 2,048
+    messages) keep it to tens of milliseconds on loopback while leaving every queue a
+    batch in flight and the next one filling; raise them for throughput under bursts.
 
     ``send(topic, body, *, tags=None, keys=None, properties=None, sharding_key=None,
     queue_id=None)`` queues one message and returns a ``SendFuture`` that resolves once
@@ -67,8 +66,8 @@ class Producer(ProducerCore):
         batch_max_messages: int = 2048,
         batch_max_bytes: int = 1024 * 1024,
         linger_ms: float = 5.0,
-        max_buffered_bytes: int = 4 * 1024 * 1024,
-        max_buffered_messages: int = 8192,
+        max_buffered_bytes: int = 1024 * 1024,
+        max_buffered_messages: int = 2048,
         retry_timeout: float | None = None,
     ) -> None:
         if batch_max_messages < 1 or batch_max_bytes < 1:
