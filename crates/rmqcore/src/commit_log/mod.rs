@@ -108,9 +108,10 @@ impl CommitLog {
         if window == 0 || self.warmer.get().is_some() {
             return Ok(());
         }
-        let _ = self
-            .warmer
-            .set((PageWarmer::start()?, WarmCursor::new(window)));
+        let _ = self.warmer.set((
+            PageWarmer::start()?,
+            WarmCursor::new(window).keeping_read_around_behind(),
+        ));
         let offset = self.write_offset();
         let segment = match self.segments.find(offset) {
             Some(segment) => segment,
@@ -222,6 +223,7 @@ impl CommitLog {
         let remaining = segment.size() - position;
         if total + END_FILE_MIN_BLANK_LENGTH > remaining {
             segment.ensure_allocated(position + END_FILE_MIN_BLANK_LENGTH)?;
+            self.claim(&segment, position + END_FILE_MIN_BLANK_LENGTH);
             // SAFETY: single writer; bytes at and past write_offset are unpublished.
             encode_blank(
                 unsafe { segment.bytes_mut(position, END_FILE_MIN_BLANK_LENGTH) },
@@ -232,6 +234,7 @@ impl CommitLog {
             position = 0;
         }
         segment.ensure_allocated(position + total)?;
+        self.claim(&segment, position + total);
         let mut appended = SmallVec::with_capacity(inputs.len());
         for (index, (input, length)) in inputs.iter().zip(&lengths).enumerate() {
             let placement = Placement {
@@ -261,6 +264,14 @@ impl CommitLog {
             segment,
             records: appended,
         })
+    }
+
+    /// Keep the page warmer's zero-fills off `segment`'s bytes below `end` before writing
+    /// them (`WarmCursor::claim`).
+    fn claim(&self, segment: &Segment, end: usize) {
+        if let Some((_, cursor)) = self.warmer.get() {
+            cursor.claim(segment, end);
+        }
     }
 
     fn segment_for_append(&self, offset: u64) -> Result<Arc<Segment>> {

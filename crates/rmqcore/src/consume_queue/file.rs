@@ -193,6 +193,7 @@ impl FileConsumeQueue {
             };
             let pad = (logical - start) as usize;
             segment.ensure_allocated(pad)?;
+            self.warm_cursor.claim(&segment, pad);
             // SAFETY: single writer; the new file is not published yet.
             let bytes = unsafe { segment.bytes_mut(0, pad) };
             for chunk in bytes.chunks_exact_mut(ENTRY_SIZE) {
@@ -300,6 +301,7 @@ impl ConsumeQueue for FileConsumeQueue {
             let (run, after) = rest.split_at(rest.len().min(room));
             let length = run.len() * ENTRY_SIZE;
             segment.ensure_allocated(position + length)?;
+            self.warm_cursor.claim(&segment, position + length);
             // SAFETY: single writer; the entries are past max_offset, so unpublished.
             let bytes = unsafe { segment.bytes_mut(position, length) };
             for (entry, chunk) in run.iter().zip(bytes.chunks_exact_mut(ENTRY_SIZE)) {

@@ -106,10 +106,26 @@ impl MappedFile {
     /// consume-queue file was filled whole at its first entry. Advice only: a kernel that
     /// refuses it leaves the mapping as it was.
     pub fn skip_read_around(&self) {
-        // SAFETY: the range is this whole mapping, which `self` keeps alive; the advice
+        self.read_around(0, self.len(), false);
+    }
+
+    /// Turn the kernel's read-around on (`MADV_NORMAL`) or off (`MADV_RANDOM`) for the
+    /// whole pages within `[position, position + length)`; advice only, as above.
+    pub fn read_around(&self, position: usize, length: usize, on: bool) {
+        let start = position.div_ceil(PAGE).saturating_mul(PAGE);
+        let end = (position.saturating_add(length) / PAGE * PAGE).min(self.len());
+        if start >= end {
+            return;
+        }
+        let advice = if on {
+            libc::MADV_NORMAL
+        } else {
+            libc::MADV_RANDOM
+        };
+        // SAFETY: the range lies inside the mapping, which `self` keeps alive; the advice
         // changes how pages are faulted in, never their contents.
         unsafe {
-            libc::madvise(self.map.as_mut_ptr().cast(), self.len(), libc::MADV_RANDOM);
+            libc::madvise(self.map.as_mut_ptr().add(start).cast(), end - start, advice);
         }
     }
 
@@ -253,6 +269,21 @@ impl MappedFile {
         } else {
             Err(std::io::Error::last_os_error())
         }
+    }
+
+    /// Write zeros over `[position, position + length)` through the file, not the mapping
+    /// (see `page_warmer.rs` for why and for who may call it).
+    pub fn write_zeros(&self, position: usize, length: usize) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        static ZEROS: [u8; 256 << 10] = [0; 256 << 10];
+        let mut at = position;
+        let end = position.saturating_add(length).min(self.len());
+        while at < end {
+            let piece = (end - at).min(ZEROS.len());
+            self.file.write_all_at(&ZEROS[..piece], at as u64)?;
+            at += piece;
+        }
+        Ok(())
     }
 
     /// The first page boundary at or after `position` (capped at the file's end): where

@@ -9,16 +9,32 @@
 //! of the write position populated instead, so the writer mostly finds its pages
 //! resident and writable, and the cost lands on another core.
 //!
+//! The pages are filled by writing zeros through the file (`pwrite`), then mapped with
+//! `MADV_POPULATE_WRITE`. Faulting them in through the mapping alone makes the kernel read
+//! the hole into fresh page-cache folios, zeroing each one in its read path; on the VMs
+//! rmq is measured on that cost 5-9 µs per 4 KiB page whenever the folios came from
+//! memory the host had taken back, against 0.6-1 µs for the same pages written by
+//! `pwrite` (docs/durability.md has the figures). It was half of a shard's CPU under a
+//! steady produce.
+//!
+//! Writing zeros could destroy a record if it raced with the writer, so the two follow a
+//! claim protocol on two atomics per file sequence (`WriterPosition`): the writer raises
+//! `claimed` past every byte before it writes it, then waits out a zero-fill in flight that
+//! starts below its claim; the warming thread publishes where its zero-fill starts, then
+//! reads `claimed` and gives the fill up if the writer claimed past that start. Both sides
+//! store then load with sequential consistency, so at least one of them sees the other: a
+//! fill never covers a byte the writer may write, and bytes the writer wrote are always
+//! below its claim.
+//!
 //! When the writer catches up with the warming (memory that is slow to hand out, a busy
 //! second core), the thread skips to a little past the writer instead of faulting the
 //! page the writer is waiting for: the two then fault different pages side by side
 //! rather than one after the other.
 //!
-//! Warming never changes a byte: populating a page of a file maps what the file holds
-//! (zeros past the written end). Disk blocks are reserved before their pages are
-//! populated, so a full disk stops the warming rather than risking a SIGBUS; the writer's
-//! own reservation then reports the error. Failures are otherwise ignored: warming only
-//! ever saves time.
+//! Warming only ever writes zeros where the file reads as zero (past the writer's claim,
+//! which is past every byte it wrote). Disk blocks are reserved before their pages are
+//! filled, so a full disk stops the warming; the writer's own reservation then reports
+//! the error. Failures are otherwise ignored: warming only ever saves time.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -44,6 +60,7 @@ const POPULATE_PIECE: usize = 256 << 10;
 /// 51,200 100 B messages in batches of 128, ~2,500 pages of log: about 660 with the
 /// step, 280 with two pieces, 230 with one).
 const CATCH_UP_LEAD: usize = POPULATE_PIECE;
+const PAGE: usize = 4096;
 
 struct WarmRequest {
     segment: Arc<Segment>,
@@ -54,22 +71,95 @@ struct WarmRequest {
     lead: usize,
 }
 
-/// Where a writer last said it had written to; read by the warming thread.
-#[derive(Debug)]
-struct WriterPosition {
-    segment: AtomicU64,
-    position: AtomicUsize,
+/// How far past the last change the writer must be before the pages it passed get their
+/// read-around back: one `madvise` per this many bytes of log (each one splits or merges
+/// the mapping's VMAs under the process's mmap lock). The kernel's read-around window on
+/// the machines measured is 8 MiB (`read_ahead_kb`).
+const READ_AROUND_STEP: usize = 8 << 20;
+
+/// Where read-around is off in the segment a sequence is writing: from `from` to the
+/// segment's end. Only the warming thread touches it.
+#[derive(Debug, Default)]
+struct ReadAroundBoundary {
+    segment: Option<Arc<Segment>>,
+    from: usize,
 }
 
-impl WriterPosition {
-    /// How far into `segment` the writer is: 0 before it, `usize::MAX` once past it.
-    fn within(&self, segment: &Segment) -> usize {
-        let writing = self.segment.load(Ordering::Relaxed);
-        match writing.cmp(&segment.start_offset()) {
-            std::cmp::Ordering::Less => 0,
-            std::cmp::Ordering::Equal => self.position.load(Ordering::Relaxed),
-            std::cmp::Ordering::Greater => usize::MAX,
+impl ReadAroundBoundary {
+    /// Keep read-around off past the writer (at `writer_at` in `segment`) and on behind
+    /// it, within a step; a segment the writer left gets it back whole.
+    fn follow(&mut self, segment: &Arc<Segment>, writer_at: usize) {
+        if writer_at == usize::MAX {
+            return;
         }
+        let page_floor = writer_at / PAGE * PAGE;
+        match &self.segment {
+            Some(current) if current.start_offset() == segment.start_offset() => {
+                if page_floor >= self.from.saturating_add(READ_AROUND_STEP) {
+                    current.read_around(self.from, page_floor - self.from, true);
+                    self.from = page_floor;
+                }
+            }
+            // A request for a segment the writer already left.
+            Some(current) if current.start_offset() > segment.start_offset() => {}
+            _ => {
+                if let Some(left) = self.segment.take() {
+                    left.read_around(self.from, left.size() - self.from, true);
+                }
+                segment.read_around(page_floor, segment.size() - page_floor, false);
+                self.segment = Some(Arc::clone(segment));
+                self.from = page_floor;
+            }
+        }
+    }
+}
+
+/// What the writer of one file sequence has claimed, and where the zero-fill in flight
+/// on the warming thread starts (the module docs give the protocol). Both are logical
+/// offsets in the sequence: a segment's start offset plus a position in it.
+#[derive(Debug)]
+struct WriterPosition {
+    /// The writer writes only below this; raised by the writer before it writes, never
+    /// lowered (bytes taken back by a roll-back or truncation stay claimed).
+    claimed: AtomicU64,
+    /// Where the zero-fill in flight starts; `NO_FILL` when none is.
+    filling_from: AtomicU64,
+    /// For a sequence whose written bytes keep the kernel's read-around (the commit log):
+    /// where the warming thread turned it off ahead of the writer. Read-around on a page
+    /// past the writer reads the file's hole into fresh page-cache folios 8 MiB at a
+    /// time, zeroing them in the kernel's slow path, and each read marks a page whose
+    /// first touch starts the next one: a chain that ran ahead of the zero-fills and took
+    /// half a shard's CPU at 1 KiB messages. Behind the writer it stays on, for reading
+    /// the log back from disk.
+    read_around: Option<Mutex<ReadAroundBoundary>>,
+}
+
+const NO_FILL: u64 = u64::MAX;
+
+impl WriterPosition {
+    /// How far into `segment` the writer's claim reaches: 0 before it, `usize::MAX` once
+    /// past it.
+    fn within(&self, segment: &Segment) -> usize {
+        let claimed = self.claimed.load(Ordering::Relaxed);
+        if claimed >= segment.end_offset() {
+            usize::MAX
+        } else {
+            claimed.saturating_sub(segment.start_offset()) as usize
+        }
+    }
+
+    /// Zero `[from, to)` of `segment` unless the writer claimed past `from` meanwhile;
+    /// false when it did (nothing was written).
+    fn fill_unclaimed(&self, segment: &Segment, from: usize, to: usize) -> std::io::Result<bool> {
+        let start = segment.start_offset() + from as u64;
+        self.filling_from.store(start, Ordering::SeqCst);
+        if self.claimed.load(Ordering::SeqCst) > start {
+            self.filling_from.store(NO_FILL, Ordering::SeqCst);
+            return Ok(false);
+        }
+        let filled = segment.write_zeros(from, to - from);
+        self.filling_from.store(NO_FILL, Ordering::SeqCst);
+        filled.map(|()| true)
     }
 }
 
@@ -98,9 +188,43 @@ impl WarmCursor {
             requested_segment: AtomicU64::new(u64::MAX),
             requested_to: AtomicUsize::new(0),
             writer: Arc::new(WriterPosition {
-                segment: AtomicU64::new(u64::MAX),
-                position: AtomicUsize::new(0),
+                claimed: AtomicU64::new(0),
+                filling_from: AtomicU64::new(NO_FILL),
+                read_around: None,
             }),
+        }
+    }
+
+    /// For files read back through their mapping with the kernel's read-around (the
+    /// commit log): turn it off only ahead of the writer (`WriterPosition::read_around`).
+    #[must_use]
+    pub fn keeping_read_around_behind(mut self) -> Self {
+        if let Some(writer) = Arc::get_mut(&mut self.writer) {
+            writer.read_around = Some(Mutex::new(ReadAroundBoundary::default()));
+        }
+        self
+    }
+
+    /// The writer is about to write `segment` up to `end`: claim it, so that no zero-fill
+    /// starts below it, and wait for one already under way there to end. Called by the
+    /// sequence's single writer before every write past its last claim; cheap when the
+    /// bytes are claimed already.
+    pub fn claim(&self, segment: &Segment, end: usize) {
+        let claim = segment.start_offset() + end as u64;
+        let writer = &self.writer;
+        if claim <= writer.claimed.load(Ordering::Relaxed) {
+            return;
+        }
+        writer.claimed.store(claim, Ordering::SeqCst);
+        let mut spins = 0u32;
+        while writer.filling_from.load(Ordering::SeqCst) < claim {
+            // A fill is a few tens of microseconds of `pwrite`.
+            if spins < 100 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+            spins = spins.saturating_add(1);
         }
     }
 }
@@ -134,11 +258,9 @@ impl PageWarmer {
     /// pages of the cursor's window past it are being warmed. Never blocks; called by
     /// that sequence's single writer.
     pub fn written_to(&self, cursor: &WarmCursor, segment: &Arc<Segment>, position: usize) {
-        cursor.writer.position.store(position, Ordering::Relaxed);
-        cursor
-            .writer
-            .segment
-            .store(segment.start_offset(), Ordering::Relaxed);
+        // Everything below `position` is the writer's (written before warming started,
+        // when this is the first call), so it must be claimed before any fill is asked for.
+        cursor.claim(segment, position);
         let same_segment =
             cursor.requested_segment.load(Ordering::Relaxed) == segment.start_offset();
         let requested = if same_segment {
@@ -207,6 +329,12 @@ fn next_warm_position(position: usize, writer_at: usize, lead: usize) -> usize {
 fn warm_requests(receiver: &Receiver<WarmRequest>) {
     let mut supported = true;
     while let Ok(request) = receiver.recv() {
+        if let Some(boundary) = &request.writer.read_around {
+            boundary
+                .lock()
+                .expect("read-around boundary lock")
+                .follow(&request.segment, request.writer.within(&request.segment));
+        }
         let mut position = request.from;
         while supported && position < request.to {
             let writer_at = request.writer.within(&request.segment);
@@ -218,6 +346,15 @@ fn warm_requests(receiver: &Receiver<WarmRequest>) {
             let end = (position + POPULATE_PIECE).min(request.to);
             if request.segment.ensure_allocated(end).is_err() {
                 break;
+            }
+            match request
+                .writer
+                .fill_unclaimed(&request.segment, position, end)
+            {
+                Ok(true) => {}
+                // The writer got there first: go on past it.
+                Ok(false) => continue,
+                Err(_) => break,
             }
             match request.segment.populate_for_write(position, end - position) {
                 Ok(()) => position = end,
@@ -280,6 +417,44 @@ mod tests {
         );
         assert_eq!(segment.bytes(0, 5), b"hello");
         assert!(segment.bytes(5, size - 5).iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn zero_fills_never_reach_bytes_the_writer_wrote() {
+        // A writer appending small records of non-zero bytes as fast as it can, with a
+        // window smaller than a fill piece and a lead of one page, so that the warming
+        // thread's fills start right at the writer's claim over and over. Every byte must
+        // read back as written.
+        let dir = tempfile::tempdir().unwrap();
+        let size = 24 << 20;
+        let segment = Arc::new(Segment::create(dir.path(), 0, size, 0).unwrap());
+        let warmer = PageWarmer::start().unwrap();
+        let mut cursor = WarmCursor::new(64 << 10);
+        cursor.lead = 4096;
+        let mut position = 0;
+        let mut record = 0u32;
+        while position < size - 4096 {
+            let length = 1 + (record as usize * 7919) % 3000;
+            cursor.claim(&segment, position + length);
+            // SAFETY: the test is the only writer.
+            unsafe { segment.bytes_mut(position, length) }.fill((record % 255 + 1) as u8);
+            position += length;
+            warmer.written_to(&cursor, &segment, position);
+            record += 1;
+        }
+        warmer.stop();
+        let mut at = 0;
+        for index in 0..record {
+            let length = 1 + (index as usize * 7919) % 3000;
+            let expected = (index % 255 + 1) as u8;
+            let bytes = segment.bytes(at, length);
+            assert!(
+                bytes.iter().all(|byte| *byte == expected),
+                "record {index} at {at} was overwritten"
+            );
+            at += length;
+        }
+        assert!(segment.bytes(at, size - at).iter().all(|byte| *byte == 0));
     }
 
     #[test]

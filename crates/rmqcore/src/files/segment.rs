@@ -137,9 +137,19 @@ impl Segment {
         self.file.populate_for_write(position, length)
     }
 
+    /// Write zeros over a range through the file, not the mapping (`page_warmer.rs`).
+    pub fn write_zeros(&self, position: usize, length: usize) -> std::io::Result<()> {
+        self.file.write_zeros(position, length)
+    }
+
     /// Fault pages in one at a time, without read-around (`MappedFile::skip_read_around`).
     pub fn skip_read_around(&self) {
         self.file.skip_read_around();
+    }
+
+    /// Read-around on or off for the whole pages of a range (`MappedFile::read_around`).
+    pub fn read_around(&self, position: usize, length: usize, on: bool) {
+        self.file.read_around(position, length, on);
     }
 
     /// msync the byte range so it is durable.
