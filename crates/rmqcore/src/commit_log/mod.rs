@@ -410,6 +410,14 @@ impl CommitLog {
     }
 
     /// msync the bytes `[from, to)`, which may span segments.
+    ///
+    /// The whole pages of the range are unmapped from this process first: the writer has
+    /// passed them, and the kernel writes back a mapped page only after write-protecting
+    /// its page-table entry, which costs a TLB shootdown (an interrupt to every other core
+    /// running the process: the writer's, the network threads') per folio. Unmapped, the
+    /// range costs one. With 1 KiB messages, flushing took 11 % of a two-shard broker's
+    /// CPU, about half of it in those interrupts (docs/durability.md). Readers map the
+    /// pages again from the page cache on their next touch.
     pub fn flush_range(&self, from: u64, to: u64) -> Result<()> {
         let mut offset = from;
         while offset < to {
@@ -418,6 +426,7 @@ impl CommitLog {
             };
             let end = to.min(segment.end_offset());
             let position = (offset - segment.start_offset()) as usize;
+            segment.unmap_pages(position, (end - offset) as usize);
             segment.flush_range(position, (end - offset) as usize)?;
             offset = end;
         }

@@ -231,6 +231,28 @@ impl MappedFile {
         self.map.flush_range(position, length).at(&self.path)
     }
 
+    /// Drop this process's page-table entries for the whole pages within `[position,
+    /// position + length)` (`MADV_DONTNEED`). For a shared file mapping nothing is lost:
+    /// the pages stay in the page cache, dirty ones stay dirty, and the next touch maps
+    /// them again.
+    pub fn unmap_pages(&self, position: usize, length: usize) {
+        let start = position.div_ceil(PAGE).saturating_mul(PAGE);
+        let end = (position.saturating_add(length) / PAGE * PAGE).min(self.len());
+        if start >= end || !self.writable {
+            return;
+        }
+        // SAFETY: the range lies inside the mapping, which `self` keeps alive; on a shared
+        // file mapping the advice drops page-table entries only, never file contents, and
+        // a later access faults the same bytes back in.
+        unsafe {
+            libc::madvise(
+                self.map.as_mut_ptr().add(start).cast(),
+                end - start,
+                libc::MADV_DONTNEED,
+            );
+        }
+    }
+
     /// msync the whole file.
     pub fn flush(&self) -> Result<()> {
         if !self.writable {

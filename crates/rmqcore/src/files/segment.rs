@@ -152,6 +152,12 @@ impl Segment {
         self.file.read_around(position, length, on);
     }
 
+    /// Drop the process's mappings of the whole pages in a range, keeping their contents
+    /// (`MappedFile::unmap_pages`).
+    pub fn unmap_pages(&self, position: usize, length: usize) {
+        self.file.unmap_pages(position, length);
+    }
+
     /// msync the byte range so it is durable.
     pub fn flush_range(&self, position: usize, length: usize) -> Result<()> {
         self.file.flush_range(position, length)
