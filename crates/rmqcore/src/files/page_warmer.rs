@@ -60,6 +60,12 @@ const POPULATE_PIECE: usize = 256 << 10;
 /// 51,200 100 B messages in batches of 128, ~2,500 pages of log: about 660 with the
 /// step, 280 with two pieces, 230 with one).
 const CATCH_UP_LEAD: usize = POPULATE_PIECE;
+/// Fills that start this far ahead of the writer run to the next multiple of it in the
+/// file. A 2 MiB-aligned `pwrite` over reserved blocks gets a 2 MiB folio, which
+/// `MADV_POPULATE_WRITE` maps with one page-table entry: 0.34 + 0.07 µs per 4 KiB page,
+/// against 0.35 + 0.27 in 256 KiB pieces (a 256 MiB file, twice each, 2026-11-28), and the
+/// writer then takes fewer TLB misses.
+const LARGE_PIECE: usize = 2 << 20;
 const PAGE: usize = 4096;
 
 struct WarmRequest {
@@ -268,7 +274,12 @@ impl PageWarmer {
         } else {
             0
         };
-        let target = position.saturating_add(cursor.window).min(segment.size());
+        let mut target = position.saturating_add(cursor.window);
+        if cursor.window >= LARGE_PIECE {
+            // Whole large pieces (`LARGE_PIECE`), so the next request starts on a boundary.
+            target = target.div_ceil(LARGE_PIECE).saturating_mul(LARGE_PIECE);
+        }
+        let target = target.min(segment.size());
         let overtaken = requested <= position;
         if !overtaken && target < requested.saturating_add(cursor.step) {
             return;
@@ -326,6 +337,17 @@ fn next_warm_position(position: usize, writer_at: usize, lead: usize) -> usize {
     }
 }
 
+/// Where a fill from `position` ends: at the next `LARGE_PIECE` boundary of the file when
+/// it starts that far ahead of the writer (at `writer_at`), else a `POPULATE_PIECE` on, so
+/// that a writer close behind never waits long for a fill under way.
+fn piece_end(position: usize, writer_at: usize) -> usize {
+    if position.saturating_sub(writer_at) >= LARGE_PIECE {
+        (position / LARGE_PIECE + 1) * LARGE_PIECE
+    } else {
+        position + POPULATE_PIECE
+    }
+}
+
 fn warm_requests(receiver: &Receiver<WarmRequest>) {
     let mut supported = true;
     while let Ok(request) = receiver.recv() {
@@ -343,7 +365,7 @@ fn warm_requests(receiver: &Receiver<WarmRequest>) {
                 position = next;
                 continue;
             }
-            let end = (position + POPULATE_PIECE).min(request.to);
+            let end = piece_end(position, writer_at).min(request.to);
             if request.segment.ensure_allocated(end).is_err() {
                 break;
             }
