@@ -110,10 +110,16 @@ impl MappedFile {
     }
 
     /// Turn the kernel's read-around on (`MADV_NORMAL`) or off (`MADV_RANDOM`) for the
-    /// whole pages within `[position, position + length)`; advice only, as above.
+    /// pages from the first page boundary at or after `position` through the page holding
+    /// `position + length - 1` (a file's partial last page included); advice only, as
+    /// above.
     pub fn read_around(&self, position: usize, length: usize, on: bool) {
         let start = position.div_ceil(PAGE).saturating_mul(PAGE);
-        let end = (position.saturating_add(length) / PAGE * PAGE).min(self.len());
+        let end = position
+            .saturating_add(length)
+            .min(self.len())
+            .div_ceil(PAGE)
+            .saturating_mul(PAGE);
         if start >= end {
             return;
         }
