@@ -115,11 +115,17 @@ pub const FRAME_PREFIX: usize = 5;
 /// free at the start of `out`: the prefix is written there and nothing is copied. A
 /// pull's answer is a few MiB; copying it behind a prefix cost a fresh buffer each time,
 /// its pages faulted in.
-pub fn ok_in_place(mut out: Vec<u8>) -> Response<Body> {
-    let length = u32::try_from(out.len() - FRAME_PREFIX).expect("an answer is under 4 GiB");
+pub fn ok_in_place(out: Vec<u8>) -> Response<Body> {
+    ok_framed(frame_in_place(out))
+}
+
+/// `out`, a message encoded after `FRAME_PREFIX` bytes left free at its start, with its
+/// frame prefix written there: the framed message without a copy.
+pub fn frame_in_place(mut out: Vec<u8>) -> Bytes {
+    let length = u32::try_from(out.len() - FRAME_PREFIX).expect("a message is under 4 GiB");
     out[0] = 0;
     out[1..FRAME_PREFIX].copy_from_slice(&length.to_be_bytes());
-    ok_framed(Bytes::from(out))
+    Bytes::from(out)
 }
 
 fn framed(message: &[u8]) -> Bytes {

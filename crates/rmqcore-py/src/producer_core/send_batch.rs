@@ -14,7 +14,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rmqcore::record::message_rules::check_message_fields;
-use rmqnet::client::encode::put_full_message;
+use rmqnet::client::encode::{put_full_message, request_headroom};
 
 use crate::errors::invalid;
 use crate::message::Metadata;
@@ -52,10 +52,12 @@ fn check_items(py: Python<'_>, items: &[Item<'_, '_>]) -> PyResult<()> {
     Ok(())
 }
 
-/// Every message's `messages` field of a `SendRequest`, one after the other.
-fn encode(items: &[Item<'_, '_>]) -> Vec<u8> {
+/// Every message's `messages` field of a `SendRequest`, one after the other, after
+/// `headroom` free bytes (`Batch::set_encoded`).
+fn encode(items: &[Item<'_, '_>], headroom: usize) -> Vec<u8> {
     let bodies: usize = items.iter().map(|item| item.body.as_bytes().len()).sum();
-    let mut encoded = Vec::with_capacity(bodies + items.len() * 48);
+    let mut encoded = Vec::with_capacity(headroom + bodies + items.len() * 48);
+    encoded.resize(headroom, 0);
     for item in items {
         match &item.metadata {
             None => {
@@ -144,7 +146,8 @@ impl PyProducerCore {
                 ),
             ));
         }
-        let encoded = encode(&items);
+        let headroom = request_headroom(topic);
+        let encoded = encode(&items, headroom);
         drop(items);
         let queue = match self.choose_queue(py, topic, sharding_key, queue_id)? {
             Ok(queue) => queue,
@@ -163,9 +166,9 @@ impl PyProducerCore {
         }
         let outcome = self.new_outcome(py, topic, queue);
         let key = (topic.to_owned(), queue);
-        let ready = self
-            .core
-            .push_whole(&key, encoded, count, size, Arc::clone(&outcome));
+        let ready =
+            self.core
+                .push_whole(&key, encoded, headroom, count, size, Arc::clone(&outcome));
         let future = PySendBatchFuture::create(py, outcome, count)?;
         if let Some(batch) = ready {
             self.dispatch(batch);

@@ -290,7 +290,7 @@ impl<O: Clone> Core<O> {
             self.wake_sender();
         }
         let batch = batches.back_mut().expect("a batch was just opened");
-        batch.messages.extend_from_slice(encoded);
+        batch.append_encoded(encoded);
         let index = batch.count;
         batch.count += 1;
         batch.bytes += size;
@@ -318,18 +318,20 @@ impl<O: Clone> Core<O> {
     }
 
     /// Queue one `send_batch` call's `count` encoded messages (`size` counted against the
-    /// limits) as a batch of their own, due at once (see `Batch::whole`). It is taken to
-    /// be sent by the caller when its queue has nothing in flight or waiting.
+    /// limits), after `headroom` free bytes of `encoded` (`Batch::set_encoded`), as a batch
+    /// of their own, due at once (see `Batch::whole`). It is taken to be sent by the
+    /// caller when its queue has nothing in flight or waiting.
     pub fn push_whole(
         &self,
         key: &QueueKey,
         encoded: Vec<u8>,
+        headroom: usize,
         count: usize,
         size: usize,
         outcome: O,
     ) -> Option<Batch<O>> {
         let mut batch = Batch::new(key, outcome);
-        batch.messages = encoded;
+        batch.set_encoded(encoded, headroom);
         batch.count = count;
         batch.bytes = size;
         batch.whole = true;
@@ -355,7 +357,7 @@ impl<O: Clone> Core<O> {
     /// The encoded messages of the queue's open (last waiting) batch, if it has one.
     pub fn open_batch(&self, key: &QueueKey) -> Option<Vec<u8>> {
         let state = self.lock();
-        Some(state.waiting.get(key)?.back()?.messages.clone())
+        Some(state.waiting.get(key)?.back()?.encoded().to_vec())
     }
 
     /// The shard stored the batch of queue `key`: free the queue and, with `take_next`,

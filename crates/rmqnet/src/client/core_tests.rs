@@ -28,7 +28,7 @@ fn a_full_batch_leaves_at_once_and_the_next_waits_for_its_queue() {
     let second = core.push(&key(0), b"b", 10, || 2);
     let sent = second.ready.expect("the batch is full");
     assert_eq!(
-        (sent.count, sent.messages.as_slice(), sent.outcome),
+        (sent.count, sent.encoded(), sent.outcome),
         (2, &b"ab"[..], 1)
     );
     // The queue has a batch in flight: the next full batch is not taken.
@@ -38,7 +38,7 @@ fn a_full_batch_leaves_at_once_and_the_next_waits_for_its_queue() {
     let next = core
         .release(&key(0), true)
         .expect("the next batch is ready");
-    assert_eq!(next.messages, b"cd");
+    assert_eq!(next.encoded(), b"cd");
     core.finished(sent);
     assert_eq!(core.lock().pending, 2);
 }
@@ -148,19 +148,21 @@ fn a_whole_batch_leaves_at_once_alone_and_no_message_joins_it() {
     let core = core(100);
     // Alone on an idle queue: taken by the caller at once, in spite of the linger.
     let sent = core
-        .push_whole(&key(0), b"xyz".to_vec(), 3, 30, 1)
+        .push_whole(&key(0), b"xyz".to_vec(), 0, 3, 30, 1)
         .expect("an idle queue's whole batch leaves at once");
-    assert_eq!((sent.count, sent.messages.as_slice()), (3, &b"xyz"[..]));
+    assert_eq!((sent.count, sent.encoded()), (3, &b"xyz"[..]));
     // Behind the batch in flight: a lingering send, then another whole batch, then a
     // send that must open a batch of its own rather than join the whole one.
     core.push(&key(0), b"a", 10, || 2);
-    assert!(core.push_whole(&key(0), b"uv".to_vec(), 2, 20, 3).is_none());
+    assert!(core
+        .push_whole(&key(0), b"uv".to_vec(), 0, 2, 20, 3)
+        .is_none());
     core.push(&key(0), b"b", 10, || 4);
     assert_eq!(core.lock().pending, 7);
     let mut order = Vec::new();
     let mut next = core.release(&key(0), true);
     while let Some(batch) = next {
-        order.push((batch.outcome, batch.messages.clone()));
+        order.push((batch.outcome, batch.encoded().to_vec()));
         next = core.release(&key(0), true);
     }
     // The lingering send leaves (a batch waits behind it), then the whole batch; the last
@@ -200,7 +202,7 @@ fn a_flush_wakes_the_sender_for_a_lingering_batch() {
         .expect("the flush woke the sender")
         .expect("a batch is due");
     assert_eq!(due.len(), 1);
-    assert_eq!(due[0].messages, b"a");
+    assert_eq!(due[0].encoded(), b"a");
     core.end_flush();
     assert_eq!(core.lock().flushing, 0);
     thread.join().unwrap();

@@ -6,6 +6,7 @@
 //! numbers come from `rmqproto`, generated from `proto/`; `codec_agreement` in the
 //! binding checks that prost reads back what this writes.
 
+use crate::grpc::FRAME_PREFIX;
 use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
 use rmqproto::fields::send_batches_request::BATCHES;
 use rmqproto::fields::{message, send_request as request};
@@ -92,19 +93,69 @@ pub fn put_full_message<K: AsRef<str>>(
 
 /// The fields of a `SendRequest` before its messages.
 pub fn request_head(topic: &str, queue_id: i32) -> Vec<u8> {
-    let mut head = Vec::with_capacity(field_length(request::TOPIC, topic.len()) + 11);
+    let mut head = Vec::with_capacity(request_head_length(topic));
     put_bytes_field(&mut head, request::TOPIC, topic.as_bytes());
     put_int_field(&mut head, request::QUEUE_ID, i64::from(queue_id));
     head
 }
 
-/// A `SendBatchesRequest` from each batch's topic, queue and encoded `messages` fields.
-pub fn batches_request<'a>(parts: impl IntoIterator<Item = (&'a str, i32, &'a [u8])>) -> Vec<u8> {
-    let mut out = Vec::new();
+/// Bytes to leave free before a batch's first message (see `frame_alone`): the frame
+/// prefix, the `batches` field's tag and length (a length under 4 GiB takes at most 5
+/// bytes), and the request head.
+pub fn request_headroom(topic: &str) -> usize {
+    FRAME_PREFIX + varint_length(u64::from(BATCHES << 3)) + 5 + request_head_length(topic)
+}
+
+/// Frame a call whose `SendBatchesRequest` carries one batch, whose messages are in
+/// `buffer` after `headroom` free bytes: the frame prefix, the `batches` field's tag and
+/// length and the request head are written to end where the messages start. Returns where
+/// the framed call starts in `buffer`; None when the room is too small.
+pub fn frame_alone(
+    buffer: &mut [u8],
+    headroom: usize,
+    topic: &str,
+    queue_id: i32,
+) -> Option<usize> {
+    let head = request_head(topic, queue_id);
+    let batch_length = head.len() + buffer.len().checked_sub(headroom)?;
+    let mut lead = Vec::with_capacity(FRAME_PREFIX + 16 + head.len());
+    lead.resize(FRAME_PREFIX, 0);
+    put_tag(&mut lead, BATCHES, WIRE_LENGTH_DELIMITED);
+    put_varint(&mut lead, batch_length as u64);
+    lead.extend_from_slice(&head);
+    let start = headroom.checked_sub(lead.len())?;
+    let message_length = u32::try_from(buffer.len() - start - FRAME_PREFIX).ok()?;
+    lead[1..FRAME_PREFIX].copy_from_slice(&message_length.to_be_bytes());
+    buffer[start..headroom].copy_from_slice(&lead);
+    Some(start)
+}
+
+/// At most the length of `request_head(topic, _)`: a queue id takes up to 11 bytes (tag
+/// and a varint of at most 10).
+fn request_head_length(topic: &str) -> usize {
+    field_length(request::TOPIC, topic.len()) + 11
+}
+
+/// A `SendBatchesRequest` from each batch's topic, queue and encoded `messages` fields,
+/// after `headroom` bytes left for the caller (a gRPC frame prefix), in one buffer sized
+/// for the whole request before anything is copied in.
+pub fn batches_request<'a, I>(headroom: usize, parts: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = (&'a str, i32, &'a [u8])>,
+    I::IntoIter: Clone,
+{
+    let parts = parts.into_iter();
+    let length = parts
+        .clone()
+        .map(|(topic, _, messages)| {
+            field_length(BATCHES, request_head_length(topic) + messages.len())
+        })
+        .sum::<usize>();
+    let mut out = Vec::with_capacity(headroom + length);
+    out.resize(headroom, 0);
     for (topic, queue_id, messages) in parts {
         let head = request_head(topic, queue_id);
         let length = head.len() + messages.len();
-        out.reserve(field_length(BATCHES, length));
         put_tag(&mut out, BATCHES, WIRE_LENGTH_DELIMITED);
         put_varint(&mut out, length as u64);
         out.extend_from_slice(&head);
@@ -130,7 +181,12 @@ mod tests {
             &[],
             &[("a".to_owned(), "1".to_owned())],
         );
-        let raw = batches_request([("t", 3, first.as_slice()), ("u", 0, &b""[..])]);
+        let raw = batches_request(0, [("t", 3, first.as_slice()), ("u", 0, &b""[..])]);
+        let behind = batches_request(5, [("t", 3, first.as_slice()), ("u", 0, &b""[..])]);
+        assert_eq!(
+            (&behind[..5], &behind[5..]),
+            (&[0u8; 5][..], raw.as_slice())
+        );
         let decoded = v1::SendBatchesRequest::decode(raw.as_slice()).expect("valid protobuf");
         assert_eq!(decoded.batches.len(), 2);
         let one = &decoded.batches[0];
@@ -144,7 +200,7 @@ mod tests {
         let mut stamped = Vec::new();
         put_full_message(&mut stamped, b"b", None, &["k"], &[], -2, 1_700_000_000_000);
         put_full_message::<&str>(&mut stamped, b"", None, &[], &[], 0, 0);
-        let raw = batches_request([("t", 0, stamped.as_slice())]);
+        let raw = batches_request(0, [("t", 0, stamped.as_slice())]);
         let stamped = v1::SendBatchesRequest::decode(raw.as_slice()).expect("valid protobuf");
         let messages = &stamped.batches[0].messages;
         assert_eq!(
@@ -154,5 +210,23 @@ mod tests {
         assert_eq!(messages[0].keys, ["k"]);
         assert_eq!((messages[1].flag, messages[1].born_timestamp), (0, 0));
         assert!(decoded.batches[1].messages.is_empty());
+    }
+
+    #[test]
+    fn a_batch_framed_in_its_headroom_is_the_call_batches_request_would_make() {
+        let mut messages = Vec::new();
+        put_message(&mut messages, &[7u8; 300], Some("TagA"), &["k"], &[]);
+        put_message(&mut messages, b"", None, &[], &[]);
+        for (topic, queue_id) in [("t", 0), ("a-longer-topic", 65_535), ("u", -1)] {
+            let headroom = request_headroom(topic);
+            let mut buffer = vec![0xEE; headroom];
+            buffer.extend_from_slice(&messages);
+            let start = frame_alone(&mut buffer, headroom, topic, queue_id).expect("room");
+            let expected = batches_request(FRAME_PREFIX, [(topic, queue_id, &messages[..])]);
+            let framed = crate::grpc::frame_in_place(expected);
+            assert_eq!(&buffer[start..], &framed[..]);
+        }
+        let mut cramped = vec![0; 4];
+        assert_eq!(frame_alone(&mut cramped, 4, "t", 0), None);
     }
 }

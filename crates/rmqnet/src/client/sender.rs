@@ -32,9 +32,10 @@ use tokio::runtime::{Handle, Runtime};
 
 use super::batch::{Batch, Finished};
 use super::books::Core;
-use super::channels::{CallError, ShardChannels};
+use super::channels::{CallError, Framed, ShardChannels};
 use super::encode::batches_request;
 use super::outcome::{answers, code, SendOutcome};
+use crate::grpc::{frame_in_place, FRAME_PREFIX};
 
 const SEND_BATCHES: &str = "/rmq.v1.Shard/SendBatches";
 /// Calls in flight to one shard at most (see the module comment).
@@ -238,15 +239,18 @@ impl<O> Drop for InFlight<O> {
 fn start_call<O: Clone + Send + 'static>(
     shared: &Arc<Shared<O>>,
     endpoint: String,
-    batches: Vec<Batch<O>>,
+    mut batches: Vec<Batch<O>>,
 ) {
-    let body = Bytes::from(batches_request(batches.iter().map(|batch| {
-        (
-            batch.topic.as_str(),
-            batch.queue_id,
-            batch.messages.as_slice(),
-        )
-    })));
+    let alone = match batches.as_mut_slice() {
+        [batch] => batch.alone_body(),
+        _ => None,
+    };
+    let body = Framed(alone.unwrap_or_else(|| {
+        let parts = batches
+            .iter()
+            .map(|batch| (batch.topic.as_str(), batch.queue_id, batch.encoded()));
+        frame_in_place(batches_request(FRAME_PREFIX, parts))
+    }));
     *lock(&shared.calls) += 1;
     shared.calls_made.fetch_add(1, Ordering::Relaxed);
     let mut call = InFlight {
@@ -259,7 +263,7 @@ fn start_call<O: Clone + Send + 'static>(
         let answer = call
             .shared
             .channels
-            .unary(&call.endpoint, SEND_BATCHES, body)
+            .unary_framed(&call.endpoint, SEND_BATCHES, body)
             .await;
         let batches = std::mem::take(&mut call.batches);
         call.answered = true;
