@@ -48,6 +48,9 @@ def client_class() -> Any:
     return client
 
 
+START_ATTEMPTS = 3
+
+
 class RmqBroker:
     """``rmq serve --shards 2`` in a temporary directory, driven by ``rmq.Client``."""
 
@@ -72,12 +75,26 @@ class RmqBroker:
         )
         if probe.returncode != 0:
             raise NotMeasurable("`rmq serve` does not exist yet (gRPC broker: issue 6)")
+        # A port picked free may be taken again before the broker binds it (a client's
+        # ephemeral port): the broker then stops, and a round would wait on it for as long
+        # as its sends retry. Such a start is tried again on fresh ports.
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._start()
+                return
+            except NotMeasurable:
+                self.teardown()
+                if attempt == START_ATTEMPTS:
+                    raise
+
+    def _start(self) -> None:
         from bench.peers.common import free_port, free_port_block, wait_port
 
         DEFAULT_WORK.mkdir(parents=True, exist_ok=True)
         self.home = Path(tempfile.mkdtemp(prefix="rmq-serve-", dir=DEFAULT_WORK))
         self.port = free_port_block(SHARDS + 1)  # route service, then one port per shard
         self.rocketmq_port = free_port()  # the RocketMQ 5 clients' access point
+        metrics_port = free_port()
         log = open(self.home / "serve.out", "ab")  # noqa: SIM115 - lives with the process
         self.proc = subprocess.Popen(
             [
@@ -96,18 +113,15 @@ class RmqBroker:
                 # A free port rather than the default 9081, which another broker on the
                 # machine may hold; the metrics stay on, as in production.
                 "--metrics-port",
-                str(free_port()),
+                str(metrics_port),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        try:
-            wait_port(self.port, self.proc, 90, "rmq serve")
-            wait_port(self.rocketmq_port, self.proc, 30, "rmq serve's RocketMQ access point")
-        except BaseException:
-            self.teardown()
-            raise
+        wait_port(self.port, self.proc, 90, "rmq serve")
+        wait_port(self.rocketmq_port, self.proc, 30, "rmq serve's RocketMQ access point")
+        wait_port(metrics_port, self.proc, 30, "rmq serve's metrics endpoint")
 
     def teardown(self) -> None:
         from bench.peers.common import stop_process
