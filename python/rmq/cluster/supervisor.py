@@ -156,6 +156,9 @@ class Supervisor:
         problem = self._ports.check() or self._doors.metrics_port_problem(broker_ports)
         if problem is not None:
             raise StartError(problem)
+        # Bound before the shard processes start: each binds a port the system picks for
+        # its own metrics, which could be this one if it were still free.
+        self._doors.serve_metrics(self.metrics_endpoints)
         (self._data_dir / STATE_FILE).unlink(missing_ok=True)
         self._routes = RouteTable.load(self._data_dir / FILE_NAME)
         existing = shard_directories(self._data_dir) | self._routes.shards_in_use()
@@ -212,7 +215,6 @@ class Supervisor:
             len(self._slots),
             ", ".join(slot.process.endpoint for slot in self._slots),
         )
-        self._doors.serve_metrics(self.metrics_endpoints)
         self._write_state()
 
     @property
