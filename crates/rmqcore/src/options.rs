@@ -247,7 +247,7 @@ impl Default for StoreOptions {
             index_entry_count: 20_000_000,
             retention: RetentionOptions::default(),
             append_record_crc: true,
-            warm_ahead_bytes: 8 << 20,
+            warm_ahead_bytes: 64 << 20,
             v1_records_only: false,
             consume_queue_type: None,
             rebuild_consume_queues: false,

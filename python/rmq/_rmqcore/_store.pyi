@@ -42,7 +42,7 @@ class Store:
         delete_interval_ms: int = 100,
         retention_check_interval_ms: int = 10000,
         append_record_crc: bool = True,
-        warm_ahead_bytes: int = 8388608,
+        warm_ahead_bytes: int = 67108864,
         v1_records_only: bool = False,
         consume_queue_type: str | None = None,
         rebuild_consume_queues: bool = False,

@@ -68,7 +68,7 @@ impl PyStore {
         delete_interval_ms = 100,
         retention_check_interval_ms = 10_000,
         append_record_crc = true,
-        warm_ahead_bytes = 8_388_608,
+        warm_ahead_bytes = 67_108_864,
         v1_records_only = false,
         consume_queue_type = None,
         rebuild_consume_queues = false,
