@@ -36,7 +36,7 @@
 //! filled, so a full disk stops the warming; the writer's own reservation then reports
 //! the error. Failures are otherwise ignored: warming only ever saves time.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -238,6 +238,9 @@ impl WarmCursor {
 pub struct PageWarmer {
     sender: Mutex<Option<SyncSender<WarmRequest>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Set by `stop`: the thread leaves the fill under way and the requests queued
+    /// (a channel hands over what it holds even once its sender is gone).
+    stopping: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for PageWarmer {
@@ -249,13 +252,16 @@ impl std::fmt::Debug for PageWarmer {
 impl PageWarmer {
     pub fn start() -> Result<Self> {
         let (sender, receiver) = sync_channel(QUEUED_REQUESTS);
+        let stopping = Arc::new(AtomicBool::new(false));
+        let stop_seen = Arc::clone(&stopping);
         let thread = std::thread::Builder::new()
             .name("rmq-warm".into())
-            .spawn(move || warm_requests(&receiver))
+            .spawn(move || warm_requests(&receiver, &stop_seen))
             .map_err(|error| Error::io("rmq-warm thread", error))?;
         Ok(PageWarmer {
             sender: Mutex::new(Some(sender)),
             thread: Mutex::new(Some(thread)),
+            stopping,
         })
     }
 
@@ -310,8 +316,9 @@ impl PageWarmer {
         }
     }
 
-    /// Stop the thread; pending requests are dropped with it.
+    /// Stop the thread within a piece's fill; pending requests are dropped with it.
     pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
         self.sender.lock().expect("warmer sender lock").take();
         if let Some(thread) = self.thread.lock().expect("warmer thread lock").take() {
             let _ = thread.join();
@@ -347,9 +354,13 @@ fn piece_end(position: usize, writer_at: usize) -> usize {
     }
 }
 
-fn warm_requests(receiver: &Receiver<WarmRequest>) {
+fn warm_requests(receiver: &Receiver<WarmRequest>, stopping: &AtomicBool) {
     let mut supported = true;
+    let going_on = || !stopping.load(Ordering::Relaxed);
     while let Ok(request) = receiver.recv() {
+        if !going_on() {
+            return;
+        }
         if let Some(boundary) = &request.writer.read_around {
             boundary
                 .lock()
@@ -357,7 +368,7 @@ fn warm_requests(receiver: &Receiver<WarmRequest>) {
                 .follow(&request.segment, request.writer.within(&request.segment));
         }
         let mut position = request.from;
-        while supported && position < request.to {
+        while supported && position < request.to && going_on() {
             let writer_at = request.writer.within(&request.segment);
             let next = next_warm_position(position, writer_at, request.lead);
             if next != position {
@@ -438,6 +449,24 @@ mod tests {
         );
         assert_eq!(segment.bytes(0, 5), b"hello");
         assert!(segment.bytes(5, size - 5).iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn a_stopped_warmer_leaves_the_window_it_was_filling() {
+        // 512 MiB asked for and the warmer stopped at once: stopping waits for the piece
+        // under way, not for the window (a store closed right after opening paid for
+        // the whole window before).
+        let dir = tempfile::tempdir().unwrap();
+        let size = 1 << 30;
+        let segment = Arc::new(Segment::create(dir.path(), 0, size, 0).unwrap());
+        let warmer = PageWarmer::start().unwrap();
+        warmer.written_to(&WarmCursor::new(512 << 20), &segment, 0);
+        warmer.stop();
+        assert!(
+            allocated_bytes(&segment) < 64 << 20,
+            "{} bytes were filled after the stop",
+            allocated_bytes(&segment)
+        );
     }
 
     #[test]
