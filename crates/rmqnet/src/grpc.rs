@@ -122,10 +122,17 @@ pub fn ok_in_place(out: Vec<u8>) -> Response<Body> {
 /// `out`, a message encoded after `FRAME_PREFIX` bytes left free at its start, with its
 /// frame prefix written there: the framed message without a copy.
 pub fn frame_in_place(mut out: Vec<u8>) -> Bytes {
-    let length = u32::try_from(out.len() - FRAME_PREFIX).expect("a message is under 4 GiB");
-    out[0] = 0;
-    out[1..FRAME_PREFIX].copy_from_slice(&length.to_be_bytes());
+    put_frame_prefix(&mut out).expect("a message is under 4 GiB");
     Bytes::from(out)
+}
+
+/// Write the frame prefix into the first `FRAME_PREFIX` bytes of `frame`, for the message
+/// after them; None when the message is 4 GiB or more.
+pub fn put_frame_prefix(frame: &mut [u8]) -> Option<()> {
+    let length = u32::try_from(frame.len().checked_sub(FRAME_PREFIX)?).ok()?;
+    frame[0] = 0;
+    frame[1..FRAME_PREFIX].copy_from_slice(&length.to_be_bytes());
+    Some(())
 }
 
 fn framed(message: &[u8]) -> Bytes {

@@ -6,7 +6,7 @@
 //! numbers come from `rmqproto`, generated from `proto/`; `codec_agreement` in the
 //! binding checks that prost reads back what this writes.
 
-use crate::grpc::FRAME_PREFIX;
+use crate::grpc::{put_frame_prefix, FRAME_PREFIX};
 use rmqproto::fields::map_entry::{KEY as MAP_KEY, VALUE as MAP_VALUE};
 use rmqproto::fields::send_batches_request::BATCHES;
 use rmqproto::fields::{message, send_request as request};
@@ -116,17 +116,12 @@ pub fn frame_alone(
     topic: &str,
     queue_id: i32,
 ) -> Option<usize> {
-    let head = request_head(topic, queue_id);
-    let batch_length = head.len() + buffer.len().checked_sub(headroom)?;
-    let mut lead = Vec::with_capacity(FRAME_PREFIX + 16 + head.len());
-    lead.resize(FRAME_PREFIX, 0);
-    put_tag(&mut lead, BATCHES, WIRE_LENGTH_DELIMITED);
-    put_varint(&mut lead, batch_length as u64);
-    lead.extend_from_slice(&head);
+    let messages_length = buffer.len().checked_sub(headroom)?;
+    let mut lead = vec![0; FRAME_PREFIX];
+    put_batch_head(&mut lead, topic, queue_id, messages_length);
     let start = headroom.checked_sub(lead.len())?;
-    let message_length = u32::try_from(buffer.len() - start - FRAME_PREFIX).ok()?;
-    lead[1..FRAME_PREFIX].copy_from_slice(&message_length.to_be_bytes());
     buffer[start..headroom].copy_from_slice(&lead);
+    put_frame_prefix(&mut buffer[start..])?;
     Some(start)
 }
 
@@ -154,14 +149,19 @@ where
     let mut out = Vec::with_capacity(headroom + length);
     out.resize(headroom, 0);
     for (topic, queue_id, messages) in parts {
-        let head = request_head(topic, queue_id);
-        let length = head.len() + messages.len();
-        put_tag(&mut out, BATCHES, WIRE_LENGTH_DELIMITED);
-        put_varint(&mut out, length as u64);
-        out.extend_from_slice(&head);
+        put_batch_head(&mut out, topic, queue_id, messages.len());
         out.extend_from_slice(messages);
     }
     out
+}
+
+/// A `batches` field's tag and length, and the head of its `SendRequest`, for
+/// `messages_length` bytes of encoded messages to follow.
+fn put_batch_head(out: &mut Vec<u8>, topic: &str, queue_id: i32, messages_length: usize) {
+    let head = request_head(topic, queue_id);
+    put_tag(out, BATCHES, WIRE_LENGTH_DELIMITED);
+    put_varint(out, (head.len() + messages_length) as u64);
+    out.extend_from_slice(&head);
 }
 
 #[cfg(test)]
